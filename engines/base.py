@@ -1,0 +1,85 @@
+"""The ThinkEngine interface (ARCHITECTURE §5, seed 000 §3).
+
+An engine is an algorithm, not an instance: it holds no per-process state in attributes. Every
+call receives the process row (whose `engine_state` the engine owns) and a ThinkEngineContext
+built fresh for that call, which is the engine's only way out (LLM, tools, events, …).
+
+The lane calls `steer` once for every pending message it drains, in sequence order: that is
+where an engine does its turn's work. `start` may drive a first turn itself (on the goal).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from engines.context import ThinkEngineContext
+    from processes.models import PendingMessage, ThinkProcess
+
+
+@dataclass(frozen=True)
+class ParentReport:
+    """What a child tells its parent when it ends or blocks: Markdown for the parent's LLM,
+    plus an optional structured payload for orchestrators."""
+
+    human_summary: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class ThinkEngine(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    description: ClassVar[str]
+    # Semantic version; a process whose stored major version differs goes CLOSED/STALE.
+    version: ClassVar[str]
+    # The engine's default tool pool; recipes add and remove from it.
+    allowed_tools: ClassVar[frozenset[str]] = frozenset()
+    default_settings: ClassVar[dict[str, Any]] = {}
+
+    @abstractmethod
+    def start(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:
+        """First call, from INIT: prepare engine_state; may drive a first turn on the goal."""
+
+    @abstractmethod
+    def steer(
+        self, process: ThinkProcess, ctx: ThinkEngineContext, message: PendingMessage
+    ) -> None:
+        """Integrate one pending message (user chat, steer, report, answer): one turn."""
+
+    def pause(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+        """The user paused the process; the lane has already stopped at a safe boundary."""
+
+    def resume(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+        """Back from PAUSED or SUSPENDED; the lane drains pending messages afterwards."""
+
+    def suspend(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+        """The system halted the process (disconnect, idle, shutdown, lease loss)."""
+
+    def stop(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+        """Final stop by the user, a parent or a session close."""
+
+    def summarize_for_parent(self, process: ThinkProcess, event: str) -> ParentReport:
+        """The report a parent receives when this process reaches DONE, BLOCKED, STOPPED or
+        FAILED. The default is a generic status line; engines with a real result override it."""
+        goal = process.goal or "(no goal)"
+        return ParentReport(
+            human_summary=f"Process {process.public_id} ({self.name}) is {event}: {goal}",
+            payload={"processId": process.public_id, "event": event},
+        )
+
+    @classmethod
+    def major_version(cls) -> str:
+        return cls.version.split(".", 1)[0]
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "description": cls.description,
+            "version": cls.version,
+            "allowedTools": sorted(cls.allowed_tools),
+            "defaultSettings": dict(cls.default_settings),
+        }

@@ -1,0 +1,1 @@
+"""The built-in engines, one module each; every module registers its engine on import."""

@@ -1,0 +1,200 @@
+"""ThinkEngineContext: built fresh for every lifecycle call; the engine's only way out.
+
+Parts that later work fills (tools, memory, processes, inbox) raise CapabilityNotAvailable when
+touched, so an engine never silently runs without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from processes.states import CloseReason, Status
+from sessions_app.events import emit_event
+from vancetope.llm.base import (
+    Completion,
+    LlmMessage,
+    LlmProvider,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from processes.models import ThinkProcess
+
+
+class CapabilityNotAvailable(RuntimeError):
+    """An engine used a part of the context this Brain does not provide yet."""
+
+
+class NotAvailable:
+    def __init__(self, part: str, reason: str) -> None:
+        self._part = part
+        self._reason = reason
+
+    def __getattr__(self, name: str) -> Any:
+        raise CapabilityNotAvailable(
+            f"ctx.{self._part}.{name} is not available in this Brain: {self._reason}"
+        )
+
+    def __repr__(self) -> str:
+        return f"<ctx.{self._part}: not available>"
+
+
+class ConversationBuffer:
+    """The process's conversation: committed history plus what this call appends.
+
+    New messages are written by the lane together with consuming the pending message, in one
+    transaction; nothing rewrites earlier messages.
+    """
+
+    def __init__(self, process: ThinkProcess) -> None:
+        self._process = process
+        self._history: list[LlmMessage] | None = None
+        self.new_messages: list[LlmMessage] = []
+
+    def history(self) -> list[LlmMessage]:
+        if self._history is None:
+            from processes.models import ConversationMessage
+
+            rows = ConversationMessage.objects.filter(process_id=self._process.pk).order_by("index")
+            self._history = [
+                LlmMessage(
+                    role=row.role,  # type: ignore[arg-type]
+                    content=row.content,
+                    tool_calls=tuple(ToolCall(**call) for call in row.tool_calls),
+                    tool_call_id=row.tool_call_id,
+                )
+                for row in rows
+            ]
+        return [*self._history, *self.new_messages]
+
+    def append(self, message: LlmMessage) -> None:
+        self.new_messages.append(message)
+
+
+class EventSink:
+    """Events to the session's client: deltas go out at once, the rest after the commit."""
+
+    def __init__(self, session_id: int, process: ThinkProcess) -> None:
+        self._session_id = session_id
+        self._process = process
+        self.after_commit: list[tuple[str, dict[str, Any]]] = []
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        emit_event(self._session_id, event, data)
+
+    def emit_after_commit(self, event: str, data: dict[str, Any]) -> None:
+        self.after_commit.append((event, data))
+
+    def chat_delta(self, text: str) -> None:
+        self.emit("chat-delta", {"processId": self._process.public_id, "text": text})
+
+    def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
+        """A whole message; by default sent once the turn that produced it is committed."""
+        data = {"processId": self._process.public_id, "role": role, "text": text}
+        if at_once:
+            self.emit("chat-message", data)
+        else:
+            self.emit_after_commit("chat-message", data)
+
+    def task_tree(self, tree: dict[str, Any]) -> None:
+        self.emit_after_commit("task-tree", {"processId": self._process.public_id, "tree": tree})
+
+    def flush(self) -> None:
+        pending, self.after_commit = self.after_commit, []
+        for event, data in pending:
+            self.emit(event, data)
+
+
+@dataclass
+class TurnUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
+
+class LlmAccess:
+    """Chat completion for engines: streams text deltas to the client, counts tokens, and
+    checks the lane boundary between deltas (a pause or stop ends the call early)."""
+
+    def __init__(
+        self,
+        provider: LlmProvider,
+        events: EventSink,
+        usage: TurnUsage,
+        boundary: Callable[[], None],
+    ) -> None:
+        self.provider = provider
+        self._events = events
+        self._usage = usage
+        self._boundary = boundary
+
+    def stream(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+    ) -> Iterator[TextDelta | ToolCall]:
+        for item in self.provider.stream(messages, tools):
+            if isinstance(item, Usage):
+                self._usage.add(item)
+                continue
+            yield item
+            self._boundary()
+
+    def complete(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        stream_to_client: bool = True,
+    ) -> Completion:
+        completion = Completion()
+        parts: list[str] = []
+        for item in self.stream(messages, tools):
+            if isinstance(item, TextDelta):
+                parts.append(item.text)
+                if stream_to_client and item.text:
+                    self._events.chat_delta(item.text)
+            else:
+                completion.tool_calls.append(item)
+        completion.text = "".join(parts)
+        return completion
+
+
+@dataclass
+class ThinkEngineContext:
+    process: ThinkProcess
+    llm: LlmAccess
+    conversation: ConversationBuffer
+    events: EventSink
+    settings: Mapping[str, Any]
+    usage: TurnUsage
+    # True for the session's chat process (its goal is not a question to answer).
+    is_chat_process: bool = False
+    tools: Any = field(
+        default_factory=lambda: NotAvailable("tools", "the tool layer is not built yet")
+    )
+    memory: Any = field(
+        default_factory=lambda: NotAvailable("memory", "memory and RAG are not built yet")
+    )
+    processes: Any = field(
+        default_factory=lambda: NotAvailable("processes", "child processes are not built yet")
+    )
+    inbox: Any = field(default_factory=lambda: NotAvailable("inbox", "the inbox is not built yet"))
+    # What the engine decided about the process's status after this call (None: keep going).
+    outcome: Status | None = None
+    close_reason: CloseReason | None = None
+
+    def finish(self, reason: CloseReason = CloseReason.DONE) -> None:
+        """The goal is reached (or failed): the process closes after this call."""
+        self.outcome = Status.CLOSED
+        self.close_reason = reason
+
+    def block(self) -> None:
+        """Wait for an answer (inbox): the process goes BLOCKED after this call."""
+        self.outcome = Status.BLOCKED

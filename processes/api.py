@@ -1,0 +1,97 @@
+"""REST: /api/processes — list, detail and lifecycle commands (409 when the status forbids)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from processes import services
+from processes.presenters import process_data, process_detail
+from processes.states import Status
+from vancetope.api import paginated
+from vancetope.errors import BadRequest
+from vancetope.ids import parse_public_id
+
+
+class SteerInput(serializers.Serializer):
+    message = serializers.CharField(allow_blank=False)
+
+
+class ProcessViewSet(viewsets.ViewSet):
+    lookup_field = "process_id"
+    lookup_value_regex = r"[^/]+"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("session", str, description="sess_… id"),
+            OpenApiParameter("status", str, enum=Status.values),
+            OpenApiParameter("engine", str, description="think engine name"),
+        ],
+        responses={200: dict},
+    )
+    def list(self, request: Request) -> Response:
+        rows = services.visible_processes(request.user)
+        params = request.query_params
+        if "session" in params:
+            rows = rows.filter(session_id=parse_public_id("sess", params["session"], "session"))
+        if "status" in params:
+            if params["status"] not in Status.values:
+                raise BadRequest(f"status must be one of {', '.join(Status.values)}")
+            rows = rows.filter(status=params["status"])
+        if "engine" in params:
+            rows = rows.filter(think_engine=params["engine"])
+        return paginated(request, self, rows.order_by("-pk"), process_data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("messages", int, description="only the last N messages")],
+        responses={200: dict},
+    )
+    def retrieve(self, request: Request, process_id: str) -> Response:
+        process = self._process(request, process_id)
+        limit = request.query_params.get("messages")
+        return Response(process_detail(process, messages_limit=int(limit) if limit else None))
+
+    def _process(self, request: Request, process_id: str):  # type: ignore[no-untyped-def]
+        pk = parse_public_id("tp", process_id, "process")
+        return services.get_visible_process(request.user, pk)
+
+    def _lifecycle(self, request: Request, process_id: str, call) -> Response:  # type: ignore[no-untyped-def]
+        process = self._process(request, process_id)
+        return Response(process_data(call(process.pk)))
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def start(self, request: Request, process_id: str) -> Response:
+        return self._lifecycle(request, process_id, services.start_process)
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def pause(self, request: Request, process_id: str) -> Response:
+        return self._lifecycle(request, process_id, services.pause_process)
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def resume(self, request: Request, process_id: str) -> Response:
+        return self._lifecycle(request, process_id, services.resume_process)
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, process_id: str) -> Response:
+        return self._lifecycle(request, process_id, services.stop_process)
+
+    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def reset(self, request: Request, process_id: str) -> Response:
+        return self._lifecycle(request, process_id, services.reset_process)
+
+    @extend_schema(request=SteerInput, responses={200: dict, 409: dict})
+    @action(detail=True, methods=["post"])
+    def steer(self, request: Request, process_id: str) -> Response:
+        process = self._process(request, process_id)
+        body = SteerInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        steered = services.steer_process(process.pk, body.validated_data["message"])
+        return Response({"processId": process.public_id, "pending": steered.pending})

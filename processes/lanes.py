@@ -1,0 +1,117 @@
+"""Lanes: every lifecycle call and every turn of one process runs serially, across all workers.
+
+A lane is a lease on the process row (owner, expiry, fence), taken by compare-and-swap, so it
+works the same on SQLite and PostgreSQL and across hosts. No database transaction stays open
+while the lease is held: an LLM call can take minutes. The fence grows with every acquisition;
+every write a lane holder makes is conditional on its fence, so a worker that lost its lease
+(expired, taken over after a crash) cannot write any more.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from processes.models import ThinkProcess
+
+HOSTNAME = socket.gethostname()
+
+
+class LeaseLost(Exception):
+    """The lease expired or was taken over; the holder must stop without writing."""
+
+
+@dataclass
+class Lease:
+    process_id: int
+    owner: str
+    fence: int
+    expires_at: datetime
+
+    def fenced(self) -> QuerySet[ThinkProcess]:
+        """The process row, only while this lease still holds it."""
+        return ThinkProcess.objects.filter(
+            pk=self.process_id, lease_owner=self.owner, lease_fence=self.fence
+        )
+
+
+def lease_seconds() -> float:
+    return float(settings.VANCETOPE_LEASE_SECONDS)
+
+
+def new_owner() -> str:
+    """host:pid:thread:random — the host and pid let a restarted Brain spot its dead leases."""
+    return f"{HOSTNAME}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """True when the owner was a process on this host that no longer runs."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != HOSTNAME or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
+    owner = owner or new_owner()
+    now = timezone.now()
+    expires = now + timedelta(seconds=lease_seconds())
+    with transaction.atomic():
+        taken = (
+            ThinkProcess.objects.filter(pk=process_id)
+            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
+            .update(lease_owner=owner, lease_expires_at=expires, lease_fence=F("lease_fence") + 1)
+        )
+        if not taken:
+            return None
+        fence = ThinkProcess.objects.filter(pk=process_id).values_list("lease_fence", flat=True)
+        return Lease(process_id, owner, fence.get(), expires)
+
+
+def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | None:
+    """Take the lane, waiting up to `wait` seconds for the current holder to let go."""
+    deadline = time.monotonic() + wait
+    delay = 0.002
+    while True:
+        lease = try_acquire(process_id, owner)
+        if lease is not None or time.monotonic() >= deadline:
+            return lease
+        time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 2, 0.05)
+
+
+def heartbeat(lease: Lease) -> None:
+    """Extend the lease; raise LeaseLost if it is no longer ours."""
+    expires = timezone.now() + timedelta(seconds=lease_seconds())
+    if lease.fenced().update(lease_expires_at=expires) != 1:
+        raise LeaseLost(f"lease on tp_{lease.process_id} lost")
+    lease.expires_at = expires
+
+
+def heartbeat_due(lease: Lease) -> bool:
+    remaining = (lease.expires_at - timezone.now()).total_seconds()
+    return remaining < lease_seconds() * 2 / 3
+
+
+def release(lease: Lease) -> None:
+    lease.fenced().update(lease_owner="", lease_expires_at=None)

@@ -1,0 +1,144 @@
+"""Think processes, their pending queue, conversation and status history.
+
+Everything a process needs to continue lives in these rows, so a process survives a restart of
+every server process.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from processes.states import CloseReason, Status
+from sessions_app.models import Session
+
+
+class ThinkProcess(models.Model):
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="processes")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    think_engine = models.CharField(max_length=50)
+    engine_version = models.CharField(max_length=20)
+    goal = models.TextField(blank=True)
+    recipe_name = models.CharField(max_length=100)
+    # The recipe as it was at spawn (prompt prefix, params, tool pool changes, category, roles).
+    recipe_snapshot = models.JSONField(default=dict)
+    engine_params = models.JSONField(default=dict, blank=True)
+    # Owned by the engine (task tree, strategy state, …); cleared by reset.
+    engine_state = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.INIT)
+    close_reason = models.CharField(max_length=16, choices=CloseReason.choices, blank=True)
+    context_drift = models.BooleanField(default=False)
+    # A pause/suspend/stop waiting for the lane: the running turn stops at its next boundary.
+    interrupt = models.CharField(max_length=16, blank=True)
+    interrupt_at = models.DateTimeField(null=True, blank=True)
+    # The seq the next pending message gets (1, 2, 3, … per process).
+    next_pending_seq = models.PositiveBigIntegerField(default=1)
+    # How many conversation messages exist: the index of the next one.
+    conversation_length = models.PositiveIntegerField(default=0)
+    # The lane lease: who drives this process, until when, and a fence that grows with every
+    # acquisition so a worker that lost its lease cannot write any more.
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_fence = models.PositiveBigIntegerField(default=0)
+    prompt_tokens = models.PositiveBigIntegerField(default=0)
+    completion_tokens = models.PositiveBigIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "think process"
+        indexes = [
+            models.Index(fields=["session", "status"]),
+            models.Index(fields=["status", "lease_expires_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.think_engine}, {self.status})"
+
+    @property
+    def public_id(self) -> str:
+        return f"tp_{self.pk}"
+
+    @property
+    def category(self) -> str:
+        return str(self.recipe_snapshot.get("category", "user"))
+
+
+class PendingKind(models.TextChoices):
+    USER = "USER"  # a chat message from the person at the client
+    STEER = "STEER"  # a steer sent with process-steer
+    CONTROL = "CONTROL"  # a control message from the system
+    PARENT_REPORT = "PARENT_REPORT"  # a child's report to its parent
+    TOOL_RESULT = "TOOL_RESULT"  # a tool's answer delivered later
+    INBOX_ANSWER = "INBOX_ANSWER"  # a person's answer to an inbox item
+
+
+class PendingMessage(models.Model):
+    """Append-only; consumed exactly once, by the turn that stores its outcome."""
+
+    process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="pending")
+    seq = models.PositiveBigIntegerField()
+    kind = models.CharField(max_length=16, choices=PendingKind.choices)
+    payload = models.JSONField(default=dict)
+    consumed = models.BooleanField(default=False)
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    # The lease fence of the turn that consumed it: proves it was consumed once, by whom.
+    consumed_fence = models.PositiveBigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["process", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["process", "seq"], name="uniq_pending_seq_per_process")
+        ]
+        indexes = [models.Index(fields=["process", "consumed", "seq"])]
+
+    def __str__(self) -> str:
+        return f"{self.process_id}#{self.seq} {self.kind}"
+
+    @property
+    def text(self) -> str:
+        return str(self.payload.get("text", ""))
+
+
+class ConversationMessage(models.Model):
+    """One message of a process's conversation; turns append, nothing rewrites history."""
+
+    process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="conversation")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=100, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["process", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["process", "index"], name="uniq_message_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.process_id}[{self.index}] {self.role}"
+
+
+class ProcessTransition(models.Model):
+    """A record row for every change of status: who asked for what, from where to where."""
+
+    process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="transitions")
+    call = models.CharField(max_length=16)
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    close_reason = models.CharField(max_length=16, blank=True)
+    detail = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["process", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.process_id}: {self.from_status} -{self.call}-> {self.to_status}"

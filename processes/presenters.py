@@ -1,0 +1,59 @@
+"""The process object of PROTOCOL.md, shared by the WebSocket and REST interfaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from processes.models import ConversationMessage, PendingMessage, ThinkProcess
+
+
+def iso(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def process_data(process: ThinkProcess) -> dict[str, Any]:
+    return {
+        "id": process.public_id,
+        "sessionId": f"sess_{process.session_id}",
+        "parentId": f"tp_{process.parent_id}" if process.parent_id else None,
+        "thinkEngine": process.think_engine,
+        "engineVersion": process.engine_version,
+        "recipe": process.recipe_name,
+        "goal": process.goal,
+        "status": process.status,
+        "closeReason": process.close_reason or None,
+        "contextDrift": process.context_drift,
+        "createdAt": iso(process.created_at),
+        "updatedAt": iso(process.updated_at),
+        "usage": {
+            "promptTokens": process.prompt_tokens,
+            "completionTokens": process.completion_tokens,
+        },
+    }
+
+
+def process_detail(process: ThinkProcess, *, messages_limit: int | None = None) -> dict[str, Any]:
+    """The process with its task tree, pending count, last error and conversation."""
+    conversation = ConversationMessage.objects.filter(process_id=process.pk).order_by("-index")
+    if messages_limit is not None:
+        conversation = conversation[:messages_limit]
+    rows = sorted(conversation, key=lambda row: row.index)
+    return {
+        **process_data(process),
+        "taskTree": process.engine_state.get("taskTree"),
+        "pending": PendingMessage.objects.filter(process_id=process.pk, consumed=False).count(),
+        "lastError": process.last_error or None,
+        "engineParams": process.engine_params,
+        "conversationLength": process.conversation_length,
+        "conversation": [
+            {
+                "index": row.index,
+                "role": row.role,
+                "content": row.content,
+                "toolCalls": row.tool_calls,
+                "toolCallId": row.tool_call_id or None,
+                "createdAt": iso(row.created_at),
+            }
+            for row in rows
+        ],
+    }

@@ -1,0 +1,643 @@
+"""The lifecycle service: the only code that changes a process's status.
+
+Consumers, REST views, admin actions and Celery tasks call these functions and nothing else.
+Each public call checks the transition table first (409, nothing changed), then takes the
+process's lane, calls the engine with a fresh context, and commits the engine's work and the
+new status in one fenced transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from engines.base import ThinkEngine
+from engines.context import (
+    ConversationBuffer,
+    EventSink,
+    LlmAccess,
+    ThinkEngineContext,
+    TurnUsage,
+)
+from engines.registry import get_engine, is_compatible
+from processes import lanes
+from processes.dispatch import wake_lane
+from processes.models import (
+    ConversationMessage,
+    PendingKind,
+    PendingMessage,
+    ProcessTransition,
+    ThinkProcess,
+)
+from processes.states import (
+    TURN_OUTCOMES,
+    WAKE_ON_MESSAGE,
+    Call,
+    CloseReason,
+    Status,
+    check_call,
+)
+from processes.worker import is_stopping
+from recipes_app.services import resolve_recipe
+from sessions_app.events import emit_event
+from sessions_app.models import Session, SessionStatus
+from vancetope.errors import Conflict, NotFound, Unavailable
+from vancetope.llm.factory import get_provider
+
+log = logging.getLogger(__name__)
+
+# An interrupt older than this is ignored: its caller gave up waiting long ago.
+INTERRUPT_TTL = timedelta(minutes=2)
+# How often a running turn looks at the database for interrupts and lease loss.
+BOUNDARY_CHECK_SECONDS = 0.2
+# Attempts of one pending message before the process is closed FAILED.
+MAX_TURN_ATTEMPTS = 3
+
+
+class TurnInterrupted(Exception):
+    """A pause, suspend or stop (or shutdown) arrived: leave the turn at this boundary."""
+
+
+# --- queries -------------------------------------------------------------------------------------
+
+
+def visible_processes(user: Any) -> QuerySet[ThinkProcess]:
+    """Processes of the user's own sessions; service processes are not listed to users."""
+    if not user.is_authenticated:
+        return ThinkProcess.objects.none()
+    return (
+        ThinkProcess.objects.filter(session__owner=user)
+        .exclude(recipe_snapshot__category="service")
+        .select_related("session", "parent")
+    )
+
+
+def get_visible_process(user: Any, process_id: int) -> ThinkProcess:
+    process = visible_processes(user).filter(pk=process_id).first()
+    if process is None:
+        raise NotFound(f"process tp_{process_id} not found")
+    return process
+
+
+def pending_count(process_id: int) -> int:
+    return PendingMessage.objects.filter(process_id=process_id, consumed=False).count()
+
+
+# --- creating ------------------------------------------------------------------------------------
+
+
+def create_process(
+    session: Session,
+    *,
+    goal: str = "",
+    engine: str | None = None,
+    recipe: str | None = None,
+    params: dict[str, Any] | None = None,
+    parent: ThinkProcess | None = None,
+    start: bool = True,
+) -> ThinkProcess:
+    """Spawn a process in the session from a recipe (named, or by the engine-name convention)."""
+    if session.status != SessionStatus.OPEN:
+        raise Conflict(f"session {session.public_id} is {session.status}")
+    if parent is not None and parent.session_id != session.pk:
+        raise NotFound(f"parent process {parent.public_id} not found in {session.public_id}")
+    chosen = resolve_recipe(session.project, recipe=recipe, engine=engine)
+    engine_impl = get_engine(chosen.engine)
+    if engine_impl is None:
+        raise NotFound(f"think engine {chosen.engine!r} is not registered")
+    now = timezone.now()
+    process = ThinkProcess.objects.create(
+        session=session,
+        parent=parent,
+        think_engine=engine_impl.name,
+        engine_version=engine_impl.version,
+        goal=goal,
+        recipe_name=chosen.name,
+        recipe_snapshot=chosen.snapshot(),
+        engine_params={**chosen.params, **(params or {})},
+        created_at=now,
+        updated_at=now,
+    )
+    if start:
+        return start_process(process.pk)
+    return process
+
+
+# --- lifecycle calls -----------------------------------------------------------------------------
+
+
+def start_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.START)
+
+
+def pause_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.PAUSE)
+
+
+def resume_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.RESUME)
+
+
+def suspend_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.SUSPEND)
+
+
+def stop_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.STOP)
+
+
+def reset_process(process_id: int) -> ThinkProcess:
+    return _lifecycle(process_id, Call.RESET)
+
+
+def _load(process_id: int) -> ThinkProcess:
+    process = ThinkProcess.objects.select_related("session").filter(pk=process_id).first()
+    if process is None:
+        raise NotFound(f"process tp_{process_id} not found")
+    return process
+
+
+def _lifecycle(process_id: int, call: Call) -> ThinkProcess:
+    process = _load(process_id)
+    check_call(call, process.status, process.close_reason, label=process.public_id)
+    if call is not Call.STOP and expire_if_stale(process):
+        raise Conflict(
+            f"process {process.public_id} is CLOSED/STALE: engine {process.think_engine} "
+            f"{process.engine_version} is no longer available"
+        )
+    interrupting = call in {Call.PAUSE, Call.SUSPEND, Call.STOP}
+    if interrupting:
+        _request_interrupt(process, call)
+    try:
+        lease = lanes.acquire(process_id, wait=settings.VANCETOPE_LIFECYCLE_WAIT_SECONDS)
+        if lease is None:
+            raise Unavailable(f"process {process.public_id} is busy; try again")
+        try:
+            process = _load(process_id)
+            rule = check_call(call, process.status, process.close_reason, label=process.public_id)
+            engine = _engine_of(process)
+            ctx = _build_context(process, lease)
+            from_status = process.status
+            if call is Call.RESET:
+                process.engine_state = {}
+            else:
+                getattr(engine, call.value)(process, ctx)
+            to_status, reason = rule.to, ""
+            if call is Call.STOP:
+                reason = CloseReason.STOPPED
+            if call is Call.START and ctx.outcome is not None:
+                to_status, reason = ctx.outcome, ctx.close_reason or ""
+            assert to_status is not None
+            _commit(
+                process, lease, ctx, call, from_status, to_status, reason, reset=call is Call.RESET
+            )
+        finally:
+            lanes.release(lease)
+    finally:
+        if interrupting:
+            ThinkProcess.objects.filter(pk=process_id, interrupt=call.value).update(
+                interrupt="", interrupt_at=None
+            )
+    if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
+        wake_lane(process_id)
+    return process
+
+
+def _request_interrupt(process: ThinkProcess, call: Call) -> None:
+    """Ask a running turn to stop at its next boundary, so this call gets the lane soon."""
+    ThinkProcess.objects.filter(pk=process.pk).update(
+        interrupt=call.value, interrupt_at=timezone.now()
+    )
+
+
+def _interrupt_is_fresh(interrupt: str, interrupt_at: Any) -> bool:
+    return (
+        bool(interrupt)
+        and interrupt_at is not None
+        and (timezone.now() - interrupt_at < INTERRUPT_TTL)
+    )
+
+
+# --- steering ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Steered:
+    message: PendingMessage
+    pending: int
+
+
+def steer_process(process_id: int, text: str, kind: PendingKind = PendingKind.STEER) -> Steered:
+    """Append a pending message; wake the lane unless the process waits for resume."""
+    with transaction.atomic():
+        process = ThinkProcess.objects.select_for_update().filter(pk=process_id).first()
+        if process is None:
+            raise NotFound(f"process tp_{process_id} not found")
+        check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
+        seq = process.next_pending_seq
+        ThinkProcess.objects.filter(pk=process_id).update(
+            next_pending_seq=F("next_pending_seq") + 1
+        )
+        message = PendingMessage.objects.create(
+            process_id=process_id, seq=seq, kind=kind, payload={"text": text}
+        )
+        count = PendingMessage.objects.filter(process_id=process_id, consumed=False).count()
+        if process.status in WAKE_ON_MESSAGE:
+            wake_lane(process_id)
+    Session.objects.filter(pk=process.session_id).update(last_activity_at=timezone.now())
+    return Steered(message, count)
+
+
+def send_chat(session: Session, text: str) -> Steered:
+    """A chat message from the session's client goes to the session's chat process."""
+    if session.status != SessionStatus.OPEN:
+        raise Conflict(f"session {session.public_id} is {session.status}")
+    if session.chat_process_id is None:
+        raise Conflict(f"session {session.public_id} has no chat process")
+    return steer_process(session.chat_process_id, text, kind=PendingKind.USER)
+
+
+# --- the lane ------------------------------------------------------------------------------------
+
+
+def drive_lane(process_id: int) -> int:
+    """Drain the process's pending messages in sequence order; the body of the lane task.
+
+    Returns the number of turns run. If another worker holds the lane this returns at once:
+    the holder looks for new messages after it lets go.
+    """
+    turns = 0
+    while True:
+        lease = lanes.try_acquire(process_id)
+        if lease is None:
+            return turns
+        try:
+            turns += _drain(process_id, lease)
+        except lanes.LeaseLost:
+            log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
+            return turns
+        finally:
+            lanes.release(lease)
+        if not _has_work(process_id):
+            return turns
+
+
+def _has_work(process_id: int) -> bool:
+    row = (
+        ThinkProcess.objects.filter(pk=process_id)
+        .values("status", "interrupt", "interrupt_at")
+        .first()
+    )
+    if row is None or row["status"] not in WAKE_ON_MESSAGE:
+        return False
+    if _interrupt_is_fresh(row["interrupt"], row["interrupt_at"]):
+        return False
+    return PendingMessage.objects.filter(process_id=process_id, consumed=False).exists()
+
+
+def _unconsumed(process_id: int) -> list[PendingMessage]:
+    return list(
+        PendingMessage.objects.filter(process_id=process_id, consumed=False).order_by("seq")
+    )
+
+
+def _drain(process_id: int, lease: lanes.Lease) -> int:
+    process = _load(process_id)
+    if process.status not in WAKE_ON_MESSAGE:
+        return 0
+    if _interrupt_is_fresh(process.interrupt, process.interrupt_at):
+        return 0
+    if expire_if_stale(process, lease):
+        return 0
+    pending = _unconsumed(process_id)
+    if not pending:
+        return 0
+    engine = _engine_of(process)
+    _set_status(process, lease, Call.TURN, Status.RUNNING)
+    turns = 0
+    outcome, reason = Status.IDLE, ""
+    failures = 0
+    while pending and outcome is Status.IDLE:
+        message = pending[0]
+        ctx = _build_context(process, lease)
+        try:
+            engine.steer(process, ctx, message)
+        except TurnInterrupted:
+            break
+        except lanes.LeaseLost:
+            raise
+        except Exception as exc:
+            failures += 1
+            log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
+            process.last_error = f"{type(exc).__name__}: {exc}"
+            if failures >= MAX_TURN_ATTEMPTS:
+                outcome, reason = Status.CLOSED, CloseReason.FAILED
+                _notify(process, f"{process.public_id} failed: {process.last_error}", "error")
+            continue
+        failures = 0
+        _commit_turn(process, lease, ctx, message)
+        turns += 1
+        if ctx.outcome is not None:
+            outcome, reason = ctx.outcome, ctx.close_reason or ""
+        pending = pending[1:] or _unconsumed(process_id)
+        if _interrupt_is_fresh(*_interrupt_of(process_id)):
+            break
+    assert outcome in TURN_OUTCOMES
+    _set_status(process, lease, Call.TURN_END, outcome, reason)
+    return turns
+
+
+def _interrupt_of(process_id: int) -> tuple[str, Any]:
+    row = ThinkProcess.objects.filter(pk=process_id).values_list("interrupt", "interrupt_at")
+    return row.get()
+
+
+# --- context and commits -------------------------------------------------------------------------
+
+
+def _engine_of(process: ThinkProcess) -> ThinkEngine:
+    engine = get_engine(process.think_engine)
+    if engine is None:
+        raise Conflict(f"think engine {process.think_engine!r} is not registered")
+    return engine
+
+
+def _build_context(process: ThinkProcess, lease: lanes.Lease) -> ThinkEngineContext:
+    engine = _engine_of(process)
+    events = EventSink(process.session_id, process)
+    usage = TurnUsage()
+    snapshot = process.recipe_snapshot
+    engine_settings = {
+        **engine.default_settings,
+        **snapshot.get("params", {}),
+        **process.engine_params,
+        "promptPrefix": snapshot.get("promptPrefix", ""),
+    }
+    boundary = _Boundary(lease)
+    return ThinkEngineContext(
+        process=process,
+        llm=LlmAccess(get_provider(), events, usage, boundary),
+        conversation=ConversationBuffer(process),
+        events=events,
+        settings=engine_settings,
+        usage=usage,
+        is_chat_process=process.session.chat_process_id == process.pk,
+    )
+
+
+class _Boundary:
+    """Called by the context between LLM deltas: stop when asked, keep the lease alive."""
+
+    def __init__(self, lease: lanes.Lease) -> None:
+        self._lease = lease
+        self._next_check = 0.0
+
+    def __call__(self) -> None:
+        if is_stopping():
+            raise TurnInterrupted("the Brain is shutting down")
+        now = time.monotonic()
+        if now < self._next_check:
+            return
+        self._next_check = now + BOUNDARY_CHECK_SECONDS
+        row = self._lease.fenced().values("interrupt", "interrupt_at").first()
+        if row is None:
+            raise lanes.LeaseLost(f"lease on tp_{self._lease.process_id} lost")
+        if _interrupt_is_fresh(row["interrupt"], row["interrupt_at"]):
+            raise TurnInterrupted(row["interrupt"])
+        if lanes.heartbeat_due(self._lease):
+            lanes.heartbeat(self._lease)
+
+
+def _append_conversation(process: ThinkProcess, ctx: ThinkEngineContext) -> int:
+    new = ctx.conversation.new_messages
+    start = process.conversation_length
+    ConversationMessage.objects.bulk_create(
+        ConversationMessage(
+            process_id=process.pk,
+            index=start + offset,
+            role=message.role,
+            content=message.content,
+            tool_calls=[
+                {"id": call.id, "name": call.name, "arguments": call.arguments}
+                for call in message.tool_calls
+            ],
+            tool_call_id=message.tool_call_id,
+        )
+        for offset, message in enumerate(new)
+    )
+    return len(new)
+
+
+def _commit_turn(
+    process: ThinkProcess, lease: lanes.Lease, ctx: ThinkEngineContext, message: PendingMessage
+) -> None:
+    """Store the turn's messages, usage and engine state, and consume the pending message, in
+    one transaction that holds only if our lease does."""
+    now = timezone.now()
+    with transaction.atomic():
+        added = _append_conversation(process, ctx)
+        updated = lease.fenced().update(
+            engine_state=process.engine_state,
+            conversation_length=F("conversation_length") + added,
+            prompt_tokens=F("prompt_tokens") + ctx.usage.prompt_tokens,
+            completion_tokens=F("completion_tokens") + ctx.usage.completion_tokens,
+            last_error="",
+            updated_at=now,
+            lease_expires_at=now + timedelta(seconds=lanes.lease_seconds()),
+        )
+        if updated != 1:
+            raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
+        consumed = PendingMessage.objects.filter(pk=message.pk, consumed=False).update(
+            consumed=True, consumed_at=now, consumed_fence=lease.fence
+        )
+        if consumed != 1:
+            raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
+        ctx.events.flush()
+    process.conversation_length += added
+    process.prompt_tokens += ctx.usage.prompt_tokens
+    process.completion_tokens += ctx.usage.completion_tokens
+    process.last_error = ""
+    lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
+
+
+def _commit(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    ctx: ThinkEngineContext,
+    call: Call,
+    from_status: str,
+    to_status: Status,
+    reason: str,
+    *,
+    reset: bool = False,
+) -> None:
+    """Store a lifecycle call's outcome: engine work (if any) and the new status."""
+    now = timezone.now()
+    with transaction.atomic():
+        if reset:
+            ConversationMessage.objects.filter(process_id=process.pk).delete()
+            process.conversation_length = 0
+            added = 0
+        else:
+            added = _append_conversation(process, ctx)
+        changes: dict[str, Any] = {
+            "status": to_status,
+            "close_reason": reason,
+            "engine_state": process.engine_state,
+            "updated_at": now,
+            "prompt_tokens": F("prompt_tokens") + ctx.usage.prompt_tokens,
+            "completion_tokens": F("completion_tokens") + ctx.usage.completion_tokens,
+        }
+        if reset:
+            changes["conversation_length"] = 0
+        else:
+            changes["conversation_length"] = F("conversation_length") + added
+        if call in {Call.RESUME, Call.RESET, Call.STOP}:
+            # The user decided about a drifted process.
+            changes["context_drift"] = False
+        if lease.fenced().update(**changes) != 1:
+            raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
+        ProcessTransition.objects.create(
+            process=process,
+            call=call,
+            from_status=from_status,
+            to_status=to_status,
+            close_reason=reason,
+        )
+        ctx.events.flush()
+        emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
+    process.refresh_from_db()
+
+
+def _set_status(
+    process: ThinkProcess, lease: lanes.Lease, call: Call, to_status: Status, reason: str = ""
+) -> None:
+    from_status = process.status
+    check_call(call, from_status, process.close_reason, label=process.public_id)
+    now = timezone.now()
+    with transaction.atomic():
+        updated = (
+            lease.fenced()
+            .filter(status=from_status)
+            .update(
+                status=to_status, close_reason=reason, updated_at=now, last_error=process.last_error
+            )
+        )
+        if updated != 1:
+            raise lanes.LeaseLost(f"{process.public_id} changed under its lease")
+        ProcessTransition.objects.create(
+            process=process,
+            call=call,
+            from_status=from_status,
+            to_status=to_status,
+            close_reason=reason,
+            detail=process.last_error if reason == CloseReason.FAILED else "",
+        )
+        emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
+    process.status = to_status
+    process.close_reason = reason
+
+
+def _status_data(process: ThinkProcess, status: str, reason: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"processId": process.public_id, "status": status}
+    if reason:
+        data["closeReason"] = reason
+    if process.context_drift:
+        data["contextDrift"] = True
+    return data
+
+
+def _notify(process: ThinkProcess, text: str, level: str) -> None:
+    emit_event(process.session_id, "notification", {"text": text, "level": level})
+
+
+# --- staleness and recovery ----------------------------------------------------------------------
+
+
+def expire_if_stale(process: ThinkProcess, lease: lanes.Lease | None = None) -> bool:
+    """Close a process whose engine is gone or of another major version (CLOSED/STALE)."""
+    if process.status == Status.CLOSED or is_compatible(
+        process.think_engine, process.engine_version
+    ):
+        return False
+    rows = ThinkProcess.objects.filter(pk=process.pk, status=process.status)
+    if lease is not None:
+        rows = rows.filter(lease_owner=lease.owner, lease_fence=lease.fence)
+    with transaction.atomic():
+        if (
+            rows.update(
+                status=Status.CLOSED, close_reason=CloseReason.STALE, updated_at=timezone.now()
+            )
+            != 1
+        ):
+            return True
+        ProcessTransition.objects.create(
+            process=process,
+            call=Call.EXPIRE,
+            from_status=process.status,
+            to_status=Status.CLOSED,
+            close_reason=CloseReason.STALE,
+            detail=f"engine {process.think_engine} {process.engine_version} not available",
+        )
+        emit_event(
+            process.session_id,
+            "process-status",
+            _status_data(process, Status.CLOSED, CloseReason.STALE),
+        )
+    process.status, process.close_reason = Status.CLOSED, CloseReason.STALE
+    return True
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    recovered: int
+    expired: int
+    woken: int
+
+
+def recover_processes() -> RecoveryReport:
+    """At start: close stale processes, bring back RUNNING ones whose worker is gone, and wake
+    every process that has messages waiting."""
+    expired = 0
+    for process in ThinkProcess.objects.exclude(status=Status.CLOSED).select_related("session"):
+        if expire_if_stale(process):
+            expired += 1
+    now = timezone.now()
+    recovered = 0
+    for process in ThinkProcess.objects.filter(status=Status.RUNNING).select_related("session"):
+        dead = not process.lease_owner or lanes.owner_is_dead(process.lease_owner)
+        expired_lease = process.lease_expires_at is None or process.lease_expires_at < now
+        if not (dead or expired_lease):
+            continue
+        with transaction.atomic():
+            rows = ThinkProcess.objects.filter(
+                pk=process.pk, status=Status.RUNNING, lease_fence=process.lease_fence
+            ).update(status=Status.IDLE, lease_owner="", lease_expires_at=None, updated_at=now)
+            if rows != 1:
+                continue
+            ProcessTransition.objects.create(
+                process=process,
+                call="recover",
+                from_status=Status.RUNNING,
+                to_status=Status.IDLE,
+                detail=f"lease of {process.lease_owner or '?'} ended",
+            )
+        recovered += 1
+    woken = 0
+    waiting = (
+        PendingMessage.objects.filter(consumed=False, process__status__in=WAKE_ON_MESSAGE)
+        .values_list("process_id", flat=True)
+        .distinct()
+    )
+    for process_id in waiting:
+        wake_lane(process_id)
+        woken += 1
+    return RecoveryReport(recovered=recovered, expired=expired, woken=woken)

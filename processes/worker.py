@@ -1,0 +1,78 @@
+"""The in-process worker of the embedded Brain: a thread pool that runs the lane task.
+
+It runs the same Celery task the distributed workers run (`drive_lane_task`), through
+`Task.apply`, so both runtimes share one code path. Wakes for a process that is already queued
+are coalesced: one queued drive drains everything pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from django.conf import settings
+from django.db import connections
+
+log = logging.getLogger(__name__)
+
+
+class InProcessWorker:
+    def __init__(self, threads: int) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane")
+        self._queued: set[int] = set()
+        self._lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def submit(self, process_id: int) -> Future[None] | None:
+        if self.stopping.is_set():
+            return None
+        with self._lock:
+            if process_id in self._queued:
+                return None
+            self._queued.add(process_id)
+        return self._executor.submit(self._run, process_id)
+
+    def _run(self, process_id: int) -> None:
+        from processes.tasks import drive_lane_task
+
+        with self._lock:
+            self._queued.discard(process_id)
+        try:
+            result = drive_lane_task.apply(args=(process_id,))
+            if result.failed():
+                log.error("lane tp_%s failed: %s", process_id, result.result)
+        finally:
+            # Each pool thread has its own connection; close it so none outlives the work
+            # (and a test database can be dropped).
+            connections.close_all()
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop taking work; running turns stop at their next boundary."""
+        self.stopping.set()
+        self._executor.shutdown(wait=wait, cancel_futures=True)
+
+
+_worker: InProcessWorker | None = None
+_worker_lock = threading.Lock()
+
+
+def get_worker() -> InProcessWorker:
+    global _worker
+    with _worker_lock:
+        if _worker is None or _worker.stopping.is_set():
+            _worker = InProcessWorker(settings.VANCETOPE_INPROCESS_WORKER_THREADS)
+        return _worker
+
+
+def shutdown_worker(wait: bool = True) -> None:
+    global _worker
+    with _worker_lock:
+        worker, _worker = _worker, None
+    if worker is not None:
+        worker.shutdown(wait=wait)
+
+
+def is_stopping() -> bool:
+    worker = _worker
+    return worker is not None and worker.stopping.is_set()

@@ -1,0 +1,154 @@
+"""REST: /api/recipes — recipes visible in the caller's scope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from engines.registry import get_engine
+from recipes_app.models import Recipe, RecipeCategory, RecipeScope
+from vancetope.api import paginated
+from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
+from vancetope.tenancy.models import Role
+from vancetope.tenancy.services import get_visible_project, visible_projects, visible_tenants
+
+
+def recipe_data(recipe: Recipe) -> dict[str, Any]:
+    return {
+        "id": recipe.public_id,
+        "name": recipe.name,
+        "engine": recipe.engine,
+        "title": recipe.title,
+        "description": recipe.description,
+        "params": recipe.params,
+        "promptPrefix": recipe.prompt_prefix,
+        "allowedToolsAdd": recipe.allowed_tools_add,
+        "allowedToolsRemove": recipe.allowed_tools_remove,
+        "category": recipe.category,
+        "roles": recipe.roles,
+        "scope": recipe.scope,
+        "tenant": recipe.tenant.slug if recipe.tenant_id else None,
+        "projectId": recipe.project.public_id if recipe.project_id else None,
+    }
+
+
+class RecipeInput(serializers.Serializer):
+    name = serializers.RegexField(r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=100)
+    engine = serializers.CharField(max_length=50)
+    title = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    description = serializers.CharField(required=False, allow_blank=True)
+    params = serializers.DictField(required=False)
+    promptPrefix = serializers.CharField(required=False, allow_blank=True)
+    allowedToolsAdd = serializers.ListField(child=serializers.CharField(), required=False)
+    allowedToolsRemove = serializers.ListField(child=serializers.CharField(), required=False)
+    category = serializers.ChoiceField(RecipeCategory.choices, required=False)
+    roles = serializers.ListField(child=serializers.CharField(), required=False)
+    scope = serializers.ChoiceField([RecipeScope.TENANT, RecipeScope.PROJECT])
+    projectId = serializers.CharField(required=False)
+
+    def validate_engine(self, value: str) -> str:
+        if get_engine(value) is None:
+            raise serializers.ValidationError(f"think engine {value!r} is not registered")
+        return value
+
+
+def visible_recipes(user: Any) -> QuerySet[Recipe]:
+    return Recipe.objects.filter(
+        Q(scope=RecipeScope.BUNDLED)
+        | Q(scope=RecipeScope.TENANT, tenant__in=visible_tenants(user))
+        | Q(scope=RecipeScope.PROJECT, project__in=visible_projects(user))
+    ).select_related("tenant", "project")
+
+
+class RecipeViewSet(viewsets.ViewSet):
+    lookup_field = "name"
+    lookup_value_regex = r"[a-z0-9-]+"
+
+    def _rows(self, request: Request) -> QuerySet[Recipe]:
+        rows = visible_recipes(request.user)
+        if "scope" in request.query_params:
+            rows = rows.filter(scope=request.query_params["scope"])
+        if "engine" in request.query_params:
+            rows = rows.filter(engine=request.query_params["engine"])
+        return rows.order_by("name", "scope", "pk")
+
+    @extend_schema(responses={200: dict})
+    def list(self, request: Request) -> Response:
+        return paginated(request, self, self._rows(request), recipe_data)
+
+    @extend_schema(responses={200: dict})
+    def retrieve(self, request: Request, name: str) -> Response:
+        rows = list(self._rows(request).filter(name=name))
+        if not rows:
+            raise NotFound(f"recipe {name!r} not found")
+        return Response({"recipes": [recipe_data(row) for row in rows]})
+
+    @extend_schema(request=RecipeInput, responses={201: dict})
+    def create(self, request: Request) -> Response:
+        data = self._validated(request)
+        owner = self._owner(request, data)
+        if Recipe.objects.filter(name=data["name"], **owner).exists():
+            raise Conflict(
+                f"recipe {data['name']!r} already exists in that scope; PUT to change it"
+            )
+        recipe = Recipe(**owner, name=data["name"])
+        self._apply(recipe, data)
+        return Response(recipe_data(recipe), status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=RecipeInput, responses={200: dict})
+    def update(self, request: Request, name: str) -> Response:
+        data = self._validated(request)
+        if data["name"] != name:
+            raise BadRequest("the name in the body must match the URL")
+        owner = self._owner(request, data)
+        recipe = Recipe.objects.filter(name=name, **owner).first()
+        if recipe is None:
+            raise NotFound(f"recipe {name!r} not found in that scope")
+        self._apply(recipe, data)
+        return Response(recipe_data(recipe))
+
+    def destroy(self, request: Request, name: str) -> Response:
+        scope = request.query_params.get("scope", RecipeScope.PROJECT)
+        data = {"scope": scope, "projectId": request.query_params.get("projectId")}
+        owner = self._owner(request, data)
+        deleted, _ = Recipe.objects.filter(name=name, **owner).delete()
+        if not deleted:
+            raise NotFound(f"recipe {name!r} not found in that scope")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _validated(self, request: Request) -> dict[str, Any]:
+        serializer = RecipeInput(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        return dict(serializer.validated_data)
+
+    def _owner(self, request: Request, data: dict[str, Any]) -> dict[str, Any]:
+        """Where the recipe lives; bundled recipes come from recipes.yaml only."""
+        if data.get("scope") not in {RecipeScope.TENANT, RecipeScope.PROJECT}:
+            raise BadRequest("scope must be 'tenant' or 'project' (bundled recipes are read-only)")
+        if not data.get("projectId"):
+            raise BadRequest("projectId is required")
+        project = get_visible_project(request.user, data["projectId"])
+        if data["scope"] == RecipeScope.PROJECT:
+            return {"scope": RecipeScope.PROJECT, "project": project, "tenant": project.tenant}
+        is_admin = project.tenant.memberships.filter(user=request.user, role=Role.ADMIN).exists()
+        if not is_admin:
+            raise Forbidden("only tenant admins change tenant recipes")
+        return {"scope": RecipeScope.TENANT, "tenant": project.tenant, "project": None}
+
+    def _apply(self, recipe: Recipe, data: dict[str, Any]) -> None:
+        recipe.engine = data["engine"]
+        recipe.title = data.get("title", "")
+        recipe.description = data.get("description", "")
+        recipe.params = data.get("params", {})
+        recipe.prompt_prefix = data.get("promptPrefix", "")
+        recipe.allowed_tools_add = data.get("allowedToolsAdd", [])
+        recipe.allowed_tools_remove = data.get("allowedToolsRemove", [])
+        recipe.category = data.get("category", RecipeCategory.USER)
+        recipe.roles = data.get("roles", [])
+        recipe.full_clean(validate_constraints=False)
+        recipe.save()

@@ -1,0 +1,97 @@
+"""Recipes: a named bundle of engine + default params + prompt prefix + tool pool changes."""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from vancetope.tenancy.models import Project, Tenant
+
+kebab = RegexValidator(r"^[a-z0-9]+(-[a-z0-9]+)*$", "use lowercase-kebab, e.g. frankie-coding")
+
+
+class RecipeScope(models.TextChoices):
+    BUNDLED = "bundled"  # shipped in recipes_app/recipes.yaml, same for every tenant
+    TENANT = "tenant"  # defined for one tenant, overrides bundled
+    PROJECT = "project"  # defined for one project, overrides tenant and bundled
+
+
+class RecipeCategory(models.TextChoices):
+    USER = "user"  # spawned by people and their chat engines; listed to users
+    SERVICE = "service"  # spawned by the system (e.g. agrajag); hidden from user listings
+
+
+class Recipe(models.Model):
+    name = models.CharField(max_length=100, validators=[kebab])
+    engine = models.CharField(max_length=50)
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    prompt_prefix = models.TextField(blank=True)
+    allowed_tools_add = models.JSONField(default=list, blank=True)
+    allowed_tools_remove = models.JSONField(default=list, blank=True)
+    category = models.CharField(
+        max_length=16, choices=RecipeCategory.choices, default=RecipeCategory.USER
+    )
+    roles = models.JSONField(default=list, blank=True)
+    scope = models.CharField(max_length=16, choices=RecipeScope.choices)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="recipes"
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="recipes"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "scope"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=Q(scope="bundled"),
+                name="uniq_bundled_recipe_name",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "tenant"],
+                condition=Q(scope="tenant"),
+                name="uniq_tenant_recipe_name",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "project"],
+                condition=Q(scope="project"),
+                name="uniq_project_recipe_name",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(scope="bundled", tenant__isnull=True, project__isnull=True)
+                    | Q(scope="tenant", tenant__isnull=False, project__isnull=True)
+                    | Q(scope="project", project__isnull=False)
+                ),
+                name="recipe_scope_matches_owner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.scope})"
+
+    @property
+    def public_id(self) -> str:
+        return f"rcp_{self.pk}"
+
+    def snapshot(self) -> dict[str, object]:
+        """The copy a process keeps, so later edits of the recipe never change it."""
+        return {
+            "name": self.name,
+            "engine": self.engine,
+            "scope": self.scope,
+            "title": self.title,
+            "params": dict(self.params),
+            "promptPrefix": self.prompt_prefix,
+            "allowedToolsAdd": list(self.allowed_tools_add),
+            "allowedToolsRemove": list(self.allowed_tools_remove),
+            "category": self.category,
+            "roles": list(self.roles),
+        }

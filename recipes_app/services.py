@@ -1,0 +1,100 @@
+"""Loading bundled recipes and resolving a recipe for a spawn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.db import transaction
+from django.db.models import Q, QuerySet
+
+from recipes_app.models import Recipe, RecipeCategory, RecipeScope
+from vancetope.errors import BadRequest, NotFound
+from vancetope.tenancy.models import Project
+
+BUNDLED_RECIPES = Path(__file__).with_name("recipes.yaml")
+RECIPE_FIELDS = {
+    "name",
+    "engine",
+    "title",
+    "description",
+    "params",
+    "prompt_prefix",
+    "allowed_tools_add",
+    "allowed_tools_remove",
+    "category",
+    "roles",
+}
+SCOPE_RANK = {RecipeScope.PROJECT: 0, RecipeScope.TENANT: 1, RecipeScope.BUNDLED: 2}
+
+
+def read_bundled_recipes(path: Path = BUNDLED_RECIPES) -> list[dict[str, Any]]:
+    entries = yaml.safe_load(path.read_text()) or []
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected a list of recipes")
+    for index, entry in enumerate(entries):
+        unknown = set(entry) - RECIPE_FIELDS
+        if unknown:
+            raise ValueError(f"{path}: recipe #{index} has unknown keys {sorted(unknown)}")
+        if entry.get("category", RecipeCategory.USER) not in RecipeCategory.values:
+            raise ValueError(f"{path}: recipe #{index} has an unknown category")
+    return entries
+
+
+@transaction.atomic
+def sync_bundled_recipes(path: Path = BUNDLED_RECIPES) -> int:
+    """Make the bundled rows equal to recipes.yaml (idempotent); return how many there are."""
+    entries = read_bundled_recipes(path)
+    names = []
+    for entry in entries:
+        defaults = {key: value for key, value in entry.items() if key != "name"}
+        defaults.setdefault("params", {})
+        Recipe.objects.update_or_create(
+            scope=RecipeScope.BUNDLED, name=entry["name"], defaults=defaults
+        )
+        names.append(entry["name"])
+    Recipe.objects.filter(scope=RecipeScope.BUNDLED).exclude(name__in=names).delete()
+    return len(names)
+
+
+def recipes_in_scope(project: Project) -> QuerySet[Recipe]:
+    """Every recipe row a spawn in this project could resolve to (all scopes)."""
+    return Recipe.objects.filter(
+        Q(scope=RecipeScope.BUNDLED)
+        | Q(scope=RecipeScope.TENANT, tenant_id=project.tenant_id)
+        | Q(scope=RecipeScope.PROJECT, project=project)
+    )
+
+
+def effective_recipes(project: Project) -> list[Recipe]:
+    """One recipe per name, the narrowest scope winning (project < tenant < bundled)."""
+    best: dict[str, Recipe] = {}
+    for recipe in recipes_in_scope(project):
+        current = best.get(recipe.name)
+        if (
+            current is None
+            or SCOPE_RANK[RecipeScope(recipe.scope)] < SCOPE_RANK[RecipeScope(current.scope)]
+        ):
+            best[recipe.name] = recipe
+    return sorted(best.values(), key=lambda recipe: recipe.name)
+
+
+def resolve_recipe(project: Project, *, recipe: str | None, engine: str | None) -> Recipe:
+    """The recipe for a spawn: named explicitly, or by the engine-name convention."""
+    name = recipe or engine
+    if not name:
+        raise BadRequest("name a recipe or a thinkEngine")
+    candidates = sorted(
+        recipes_in_scope(project).filter(name=name),
+        key=lambda row: SCOPE_RANK[RecipeScope(row.scope)],
+    )
+    if not candidates:
+        what = "recipe" if recipe else "no recipe for think engine"
+        raise NotFound(f"{what} {name!r} in project {project.public_id}")
+    chosen = candidates[0]
+    if recipe and engine and chosen.engine != engine:
+        raise BadRequest(
+            f"recipe {recipe!r} runs engine {chosen.engine!r}, not the requested {engine!r}"
+        )
+    return chosen

@@ -1,0 +1,46 @@
+"""REST: /api/sessions — the caller's sessions."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from sessions_app import services
+from sessions_app.models import ClientType, SessionStatus
+from sessions_app.presenters import session_data
+from vancetope.api import paginated
+from vancetope.errors import BadRequest
+from vancetope.ids import parse_public_id
+
+
+class SessionViewSet(viewsets.ViewSet):
+    lookup_field = "session_id"
+    lookup_value_regex = r"[^/]+"
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("status", str, enum=SessionStatus.values),
+            OpenApiParameter("clientType", str, enum=ClientType.values),
+            OpenApiParameter("system", bool),
+        ],
+        responses={200: dict},
+    )
+    def list(self, request: Request) -> Response:
+        rows = services.visible_sessions(request.user)
+        params = request.query_params
+        if "status" in params:
+            if params["status"] not in SessionStatus.values:
+                raise BadRequest(f"status must be one of {', '.join(SessionStatus.values)}")
+            rows = rows.filter(status=params["status"])
+        if "clientType" in params:
+            rows = rows.filter(client_type=params["clientType"])
+        if "system" in params:
+            rows = rows.filter(system=params["system"].lower() in {"1", "true", "yes"})
+        return paginated(request, self, rows.order_by("-pk"), session_data)
+
+    @extend_schema(responses={200: dict})
+    def retrieve(self, request: Request, session_id: str) -> Response:
+        pk = parse_public_id("sess", session_id, "session")
+        return Response(session_data(services.get_visible_session(request.user, pk)))

@@ -1,0 +1,26 @@
+"""Sessions bound to sockets of this server process (for a clean shutdown)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+_lock = threading.Lock()
+_bound: Counter[int] = Counter()
+
+
+def bind(session_id: int) -> None:
+    with _lock:
+        _bound[session_id] += 1
+
+
+def unbind(session_id: int) -> None:
+    with _lock:
+        _bound[session_id] -= 1
+        if _bound[session_id] <= 0:
+            del _bound[session_id]
+
+
+def bound_sessions() -> list[int]:
+    with _lock:
+        return list(_bound)

@@ -1,0 +1,320 @@
+"""The WebSocket consumer at /ws/brain/: parse, authorise, call one service, reply.
+
+Events reach the socket through the session's channel-layer group. The consumer delivers them
+in seq order, exactly once: a duplicate is dropped, and a gap (an event pushed before this socket
+joined the group, or lost in transit) is filled from the database before the newer event goes out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+from pydantic import BaseModel, ValidationError
+
+from engines.registry import all_engines
+from processes import services as processes
+from processes.presenters import process_data, process_detail
+from recipes_app.api import recipe_data
+from recipes_app.services import effective_recipes
+from sessions_app import bound, services
+from sessions_app import protocol as p
+from sessions_app.events import events_since, group_name
+from sessions_app.models import Session
+from sessions_app.presenters import session_data
+from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
+from vancetope.ids import parse_public_id
+from vancetope.tenancy.services import get_visible_project
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+UNAUTHENTICATED = 4401
+LIFECYCLE_REPLIES = {
+    "process-start": ("start_process", "process-started"),
+    "process-pause": ("pause_process", "process-paused"),
+    "process-resume": ("resume_process", "process-resumed"),
+    "process-stop": ("stop_process", "process-stopped"),
+    "process-reset": ("reset_process", "process-reset"),
+}
+
+
+def call_service(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Awaitable[T]:
+    """Run a sync service in a worker thread. Not thread-sensitive: a lifecycle call may wait
+    for a lane, and must not hold up every other socket's database calls meanwhile."""
+    return database_sync_to_async(fn, thread_sensitive=False)(*args, **kwargs)
+
+
+def fingerprint_of(model: p.Fingerprint | None) -> services.FingerprintData | None:
+    if model is None:
+        return None
+    return services.FingerprintData(
+        machine_id=model.machineId,
+        working_dir=model.workingDir,
+        user_home=model.userHome or "",
+        os_user=model.osUser or "",
+    )
+
+
+class BrainConsumer(AsyncWebsocketConsumer):
+    session_id: int | None = None
+    last_seq = 0
+
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        await self.accept()
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=UNAUTHENTICATED)
+
+    async def disconnect(self, code: int) -> None:
+        if self.session_id is None:
+            return
+        await self.channel_layer.group_discard(group_name(self.session_id), self.channel_name)
+        bound.unbind(self.session_id)
+        try:
+            await call_service(services.disconnect_session, self.session_id)
+        except Exception:
+            log.exception("disconnect policy of sess_%s failed", self.session_id)
+
+    # --- frames in -------------------------------------------------------------------------------
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        raw = text_data if text_data is not None else (bytes_data or b"").decode("utf-8", "replace")
+        request_id: str | None = None
+        try:
+            if len(raw.encode()) > settings.VANCETOPE_MAX_FRAME_BYTES:
+                raise TooLarge(f"frame exceeds {settings.VANCETOPE_MAX_FRAME_BYTES} bytes")
+            try:
+                payload = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise BadRequest(f"frame is not JSON: {exc.msg} at position {exc.pos}") from exc
+            if not isinstance(payload, dict):
+                raise BadRequest("frame must be a JSON object")
+            request_id = payload.get("id") if isinstance(payload.get("id"), str) else None
+            frame = self._parse(payload)
+            await getattr(self, "on_" + frame.type.replace("-", "_"))(frame)
+        except BrainError as exc:
+            await self.send_error(request_id, exc)
+        except Exception:
+            log.exception("frame failed")
+            await self.send_error(request_id, BrainError("internal error; see the Brain's log"))
+
+    def _parse(self, payload: dict[str, Any]) -> Any:
+        kind = payload.get("type")
+        if kind in p.NOT_YET_AVAILABLE:
+            raise BadRequest(f"{kind!r} needs {p.NOT_YET_AVAILABLE[kind]}, not built yet")
+        try:
+            return p.client_frame.validate_python(payload)
+        except ValidationError as exc:
+            where, message = p.describe_validation_error(exc)
+            if where in {"", "type"} or exc.errors()[0]["type"] == "union_tag_invalid":
+                raise BadRequest(f"unknown message type {kind!r}", error="unknown-type") from exc
+            error = BadRequest(f"{where}: {message}", error="invalid")
+            error.field = where  # type: ignore[attr-defined]
+            raise error from exc
+
+    # --- frames out ------------------------------------------------------------------------------
+
+    async def send_model(self, model: BaseModel) -> None:
+        await self.send(text_data=model.model_dump_json(exclude_none=False))
+
+    async def reply(self, request_id: str | None, kind: str, data: dict[str, Any]) -> None:
+        await self.send_model(p.ReplyFrame(type=kind, replyTo=request_id, data=data))
+
+    async def send_error(self, request_id: str | None, exc: BrainError) -> None:
+        data = p.ErrorData(
+            code=exc.code, error=exc.error, message=exc.message, field=getattr(exc, "field", None)
+        )
+        await self.send_model(p.ErrorFrame(replyTo=request_id, data=data))
+
+    async def session_event(self, message: dict[str, Any]) -> None:
+        """Group handler: an event for the bound session."""
+        await self._deliver(message["frame"])
+
+    async def _deliver(self, frame: dict[str, Any]) -> None:
+        seq = int(frame["seq"])
+        if self.session_id is None or seq <= self.last_seq:
+            return
+        if seq > self.last_seq + 1:
+            missing = await call_service(events_since, self.session_id, self.last_seq, seq)
+            for event in missing:
+                await self.send_model(p.EventFrame(**event.as_frame()))
+        await self.send_model(p.EventFrame(**frame))
+        self.last_seq = seq
+
+    async def _catch_up(self) -> None:
+        assert self.session_id is not None
+        for event in await call_service(events_since, self.session_id, self.last_seq):
+            await self._deliver(event.as_frame())
+
+    async def _bind(self, session: Session, last_seq: int) -> None:
+        if self.session_id is not None and self.session_id != session.pk:
+            await self._unbind()
+        if self.session_id != session.pk:
+            bound.bind(session.pk)
+        self.session_id = session.pk
+        self.last_seq = last_seq
+        await self.channel_layer.group_add(group_name(session.pk), self.channel_name)
+
+    async def _unbind(self) -> None:
+        assert self.session_id is not None
+        await self.channel_layer.group_discard(group_name(self.session_id), self.channel_name)
+        bound.unbind(self.session_id)
+        self.session_id = None
+
+    async def _session(self) -> Session:
+        if self.session_id is None:
+            raise Conflict("no session: send session-create or session-resume first")
+        return await call_service(Session.objects.select_related("project").get, pk=self.session_id)
+
+    # --- handlers --------------------------------------------------------------------------------
+
+    async def on_session_create(self, frame: p.SessionCreate) -> None:
+        data = frame.data
+        session = await call_service(
+            services.create_session,
+            self.user,
+            client_type=data.clientType,
+            project_id=data.projectId,
+            fingerprint=fingerprint_of(data.fingerprint),
+            on_disconnect=data.onDisconnect,
+            recipe=data.recipe,
+            tools=[tool.model_dump() for tool in data.tools],
+        )
+        await self._bind(session, last_seq=0)
+        await self.reply(
+            frame.id,
+            "session-created",
+            {
+                "session": await call_service(session_data, session),
+                "chatProcessId": f"tp_{session.chat_process_id}",
+            },
+        )
+        await self._catch_up()
+
+    async def on_session_resume(self, frame: p.SessionResume) -> None:
+        data = frame.data
+        session_pk = parse_public_id("sess", data.sessionId, "session")
+        fingerprint = fingerprint_of(data.fingerprint)
+        assert fingerprint is not None
+        resumed = await call_service(
+            services.resume_session, self.user, session_pk, fingerprint, data.sinceSeq
+        )
+        missed = [event.as_frame() for event in resumed.missed]
+        last = int(missed[-1]["seq"]) if missed else (data.sinceSeq or resumed.session.last_seq)  # type: ignore[call-overload]
+        await self._bind(resumed.session, last_seq=last)
+        await self.reply(
+            frame.id,
+            "session-resumed",
+            {
+                "session": await call_service(session_data, resumed.session),
+                "processes": [process_data(process) for process in resumed.processes],
+                "missed": missed,
+            },
+        )
+        await self._catch_up()
+
+    async def on_session_close(self, frame: p.SessionClose) -> None:
+        session = await self._session()
+        closed = await call_service(services.close_session, session.pk)
+        await self.reply(
+            frame.id, "session-closed", {"session": await call_service(session_data, closed)}
+        )
+        await self._catch_up()
+        await self._unbind()
+
+    async def on_tools_register(self, frame: p.ToolsRegister) -> None:
+        session = await self._session()
+        tools = [tool.model_dump() for tool in frame.data.tools]
+        count = await call_service(services.register_tools, session, tools)
+        await self.reply(frame.id, "tools-registered", {"count": count})
+
+    async def on_chat(self, frame: p.Chat) -> None:
+        session = await self._session()
+        steered = await call_service(processes.send_chat, session, frame.data.text)
+        await self.reply(
+            frame.id,
+            "chat-accepted",
+            {"processId": f"tp_{steered.message.process_id}", "pending": steered.pending},
+        )
+
+    async def on_process_create(self, frame: p.ProcessCreate) -> None:
+        session = await self._session()
+        data = frame.data
+        parent = None
+        if data.parentId:
+            parent_pk = parse_public_id("tp", data.parentId, "process")
+            parent = await call_service(processes.get_visible_process, self.user, parent_pk)
+        process = await call_service(
+            processes.create_process,
+            session,
+            goal=data.goal,
+            engine=data.thinkEngine,
+            recipe=data.recipe,
+            params=data.params,
+            parent=parent,
+            start=data.start,
+        )
+        await self.reply(frame.id, "process-created", {"process": process_data(process)})
+
+    async def _visible_process_pk(self, public_id: str) -> int:
+        pk = parse_public_id("tp", public_id, "process")
+        await call_service(processes.get_visible_process, self.user, pk)
+        return pk
+
+    async def on_process_start(self, frame: p.ProcessLifecycle) -> None:
+        pk = await self._visible_process_pk(frame.data.processId)
+        service_name, reply_type = LIFECYCLE_REPLIES[frame.type]
+        process = await call_service(getattr(processes, service_name), pk)
+        await self.reply(frame.id, reply_type, {"process": process_data(process)})
+
+    on_process_pause = on_process_start
+    on_process_resume = on_process_start
+    on_process_stop = on_process_start
+    on_process_reset = on_process_start
+
+    async def on_process_get(self, frame: p.ProcessLifecycle) -> None:
+        pk = parse_public_id("tp", frame.data.processId, "process")
+        process = await call_service(processes.get_visible_process, self.user, pk)
+        detail = await call_service(process_detail, process)
+        await self.reply(frame.id, "process", {"process": detail})
+
+    async def on_process_steer(self, frame: p.ProcessSteer) -> None:
+        pk = await self._visible_process_pk(frame.data.processId)
+        steered = await call_service(processes.steer_process, pk, frame.data.message)
+        await self.reply(
+            frame.id,
+            "process-steered",
+            {"processId": frame.data.processId, "pending": steered.pending},
+        )
+
+    async def on_process_list(self, frame: p.ProcessList) -> None:
+        def listing() -> list[dict[str, Any]]:
+            rows = processes.visible_processes(self.user)
+            if self.session_id is not None:
+                rows = rows.filter(session_id=self.session_id)
+            if frame.data.status:
+                rows = rows.filter(status=frame.data.status)
+            return [process_data(process) for process in rows.order_by("pk")[:500]]
+
+        await self.reply(frame.id, "process-list", {"processes": await call_service(listing)})
+
+    async def on_thinkengines_list(self, frame: p.ThinkEnginesList) -> None:
+        await self.reply(
+            frame.id, "thinkengines", {"engines": [e.describe() for e in all_engines()]}
+        )
+
+    async def on_recipes_list(self, frame: p.RecipesList) -> None:
+        if self.session_id is not None:
+            project = (await self._session()).project
+        elif frame.data.projectId:
+            project = await call_service(get_visible_project, self.user, frame.data.projectId)
+        else:
+            raise BadRequest("name data.projectId or open a session first")
+        recipes = await call_service(effective_recipes, project)
+        await self.reply(frame.id, "recipes", {"recipes": [recipe_data(r) for r in recipes]})

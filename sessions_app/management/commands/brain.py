@@ -1,0 +1,107 @@
+"""`manage.py brain`: run the Brain — ASGI server for HTTP and WebSocket, and on the embedded
+default also the worker and the scheduler, all in this one process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from daphne.endpoints import build_endpoint_description_strings
+from daphne.server import Server
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection
+
+from processes.services import recover_processes
+from recipes_app.services import sync_bundled_recipes
+from sessions_app.bound import bound_sessions
+from sessions_app.models import SuspendCause
+from sessions_app.services import disconnect_session
+from vancetope.llm.factory import describe_provider
+
+log = logging.getLogger("vancetope.brain")
+
+
+class Command(BaseCommand):
+    help = "Start the Brain (HTTP + WebSocket; embedded: worker and scheduler in-process)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        sync_bundled_recipes()
+        embedded = settings.VANCETOPE_WORKER == "inprocess"
+        beat = self._start_scheduler() if embedded else None
+        report = recover_processes()
+        host, port = options["host"], options["port"]
+        self._banner(host, port, embedded, report)
+
+        from vancetope.asgi import application
+
+        server = Server(
+            application=application,
+            endpoints=build_endpoint_description_strings(host=host, port=port),
+            signal_handlers=True,
+            action_logger=None,
+            http_timeout=None,
+            websocket_timeout=24 * 3600,
+            websocket_handshake_timeout=10,
+            application_close_timeout=10,
+        )
+        try:
+            server.run()
+        finally:
+            self._shutdown(beat)
+
+    def _start_scheduler(self) -> Any:
+        """Celery beat with the django-celery-beat schedule, as a thread of this process; the
+        tasks it fires run here too (eagerly), since there is no broker to send them to."""
+        from celery.beat import EmbeddedService
+
+        from vancetope.celery import app
+
+        app.conf.task_always_eager = True
+        beat = EmbeddedService(app, thread=True, scheduler_cls=settings.CELERY_BEAT_SCHEDULER)
+        beat.daemon = True
+        beat.start()
+        return beat
+
+    def _banner(self, host: str, port: int, embedded: bool, report: Any) -> None:
+        runtime = "embedded (in-process worker and scheduler)" if embedded else "distributed"
+        layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+        lines = [
+            f"Vancetope Brain on http://{host}:{port}/  (WebSocket ws://{host}:{port}/ws/brain/)",
+            f"  runtime: {runtime}",
+            f"  database: {connection.vendor} ({connection.settings_dict['NAME']})",
+            f"  channel layer: {layer}",
+            f"  {describe_provider()}",
+            f"  recovered {report.recovered} running, closed {report.expired} stale, "
+            f"woke {report.woken} with pending messages",
+            "  admin: /admin/  API docs: /api/docs/  health: /healthz",
+        ]
+        self.stdout.write("\n".join(lines))
+        self.stdout.flush()
+
+    def _shutdown(self, beat: Any) -> None:
+        """Stop cleanly: running turns stop at their next boundary and release their leases;
+        sessions bound here follow their on_disconnect policy."""
+        from processes.worker import shutdown_worker
+
+        self.stdout.write("Brain stopping…")
+        if beat is not None:
+            beat.stop()
+        # Suspending interrupts running turns at their next boundary, so do it before waiting
+        # for the worker threads.
+        for session_id in bound_sessions():
+            try:
+                disconnect_session(session_id, SuspendCause.SHUTDOWN)
+            except Exception:
+                log.exception("shutdown policy of sess_%s failed", session_id)
+        stopper = threading.Thread(target=shutdown_worker, kwargs={"wait": True}, daemon=True)
+        stopper.start()
+        stopper.join(timeout=30)
+        self.stdout.write("Brain stopped.")

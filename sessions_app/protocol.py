@@ -1,0 +1,224 @@
+"""Pydantic models of every WebSocket frame in PROTOCOL.md.
+
+Client frames are one discriminated union on `type`; `extra="forbid"` everywhere, because an
+undeclared field is a schema bug. Outgoing frames are built from the models at the bottom.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from processes.states import Status
+from sessions_app.models import ClientType, DisconnectPolicy
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Fingerprint(Strict):
+    machineId: NonEmpty
+    workingDir: str = ""
+    userHome: str | None = None
+    osUser: str | None = None
+
+
+class ToolSpec(Strict):
+    name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_.-]+$")]
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    safety: Literal["SAFE_PROBE", "MUTATING"] = "MUTATING"
+
+
+class Empty(Strict):
+    pass
+
+
+class Request(Strict):
+    id: str | None = Field(default=None, max_length=100)
+
+
+# --- data of each request ------------------------------------------------------------------------
+
+
+class SessionCreateData(Strict):
+    clientType: ClientType
+    projectId: NonEmpty = "proj_default"
+    fingerprint: Fingerprint | None = None
+    onDisconnect: DisconnectPolicy | None = None
+    recipe: NonEmpty | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+
+
+class SessionResumeData(Strict):
+    sessionId: NonEmpty
+    fingerprint: Fingerprint
+    sinceSeq: Annotated[int, Field(ge=0)] | None = None
+
+
+class ToolsRegisterData(Strict):
+    tools: list[ToolSpec]
+
+
+class ChatData(Strict):
+    text: NonEmpty
+
+
+class ProcessCreateData(Strict):
+    goal: str = ""
+    thinkEngine: NonEmpty | None = None
+    recipe: NonEmpty | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    start: bool = True
+    parentId: NonEmpty | None = None
+
+
+class ProcessRef(Strict):
+    processId: NonEmpty
+
+
+class ProcessSteerData(Strict):
+    processId: NonEmpty
+    message: NonEmpty
+
+
+class ProcessListData(Strict):
+    status: Status | None = None
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+
+class SessionCreate(Request):
+    type: Literal["session-create"]
+    data: SessionCreateData
+
+
+class SessionResume(Request):
+    type: Literal["session-resume"]
+    data: SessionResumeData
+
+
+class SessionClose(Request):
+    type: Literal["session-close"]
+    data: Empty = Field(default_factory=Empty)
+
+
+class ToolsRegister(Request):
+    type: Literal["tools-register"]
+    data: ToolsRegisterData
+
+
+class Chat(Request):
+    type: Literal["chat"]
+    data: ChatData
+
+
+class ProcessCreate(Request):
+    type: Literal["process-create"]
+    data: ProcessCreateData
+
+
+class ProcessLifecycle(Request):
+    type: Literal[
+        "process-start",
+        "process-pause",
+        "process-resume",
+        "process-stop",
+        "process-reset",
+        "process-get",
+    ]
+    data: ProcessRef
+
+
+class ProcessSteer(Request):
+    type: Literal["process-steer"]
+    data: ProcessSteerData
+
+
+class ProcessList(Request):
+    type: Literal["process-list"]
+    data: ProcessListData = Field(default_factory=ProcessListData)
+
+
+class ThinkEnginesList(Request):
+    type: Literal["thinkengines-list"]
+    data: Empty = Field(default_factory=Empty)
+
+
+class RecipesListData(Strict):
+    # Without a bound session, the project whose recipes to list.
+    projectId: NonEmpty | None = None
+
+
+class RecipesList(Request):
+    type: Literal["recipes-list"]
+    data: RecipesListData = Field(default_factory=RecipesListData)
+
+
+ClientFrame = Annotated[
+    SessionCreate
+    | SessionResume
+    | SessionClose
+    | ToolsRegister
+    | Chat
+    | ProcessCreate
+    | ProcessLifecycle
+    | ProcessSteer
+    | ProcessList
+    | ThinkEnginesList
+    | RecipesList,
+    Field(discriminator="type"),
+]
+client_frame = TypeAdapter(ClientFrame)
+
+# In PROTOCOL.md, but served by parts of the Brain that are not built yet.
+NOT_YET_AVAILABLE = {
+    "tool-result": "client tools",
+    "inbox-list": "the inbox",
+    "inbox-answer": "the inbox",
+}
+
+
+def describe_validation_error(error: ValidationError) -> tuple[str, str]:
+    """The first problem as (field path, message), e.g. ("data.text", "Field required")."""
+    first = error.errors()[0]
+    path = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
+    # Union members add their tag to the path ("chat.data.text"); drop it, the type is known.
+    head, _, rest = path.partition(".")
+    if rest and "-" in head:
+        path = rest
+    return path, first["msg"]
+
+
+# --- outgoing frames -----------------------------------------------------------------------------
+
+
+class ReplyFrame(Strict):
+    type: str
+    replyTo: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorData(Strict):
+    code: int
+    error: str
+    message: str
+    field: str | None = None
+
+
+class ErrorFrame(Strict):
+    type: Literal["error"] = "error"
+    replyTo: str | None = None
+    data: ErrorData
+
+
+class EventFrame(Strict):
+    type: Literal["event"] = "event"
+    seq: int
+    event: str
+    data: dict[str, Any]

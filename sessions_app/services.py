@@ -1,0 +1,208 @@
+"""Session use cases: create, resume, register tools, disconnect, close.
+
+Every client — a person's terminal, the web UI, cron, a webhook — opens its session through
+`create_session`; there is no second path for system clients.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from processes import services as processes
+from processes.models import ThinkProcess
+from processes.states import Status
+from recipes_app.services import resolve_recipe
+from sessions_app.events import emit_event, events_since
+from sessions_app.models import (
+    HUMAN_CLIENT_TYPES,
+    ClientType,
+    DisconnectPolicy,
+    Session,
+    SessionEvent,
+    SessionStatus,
+    SuspendCause,
+)
+from vancetope.errors import Conflict, NotFound
+from vancetope.tenancy.services import get_visible_project
+
+# What happens on disconnect when neither the client nor the recipe says: people's clients
+# keep their work resumable; system clients run once and close.
+DEFAULT_ON_DISCONNECT = {
+    ClientType.CLI: DisconnectPolicy.SUSPEND,
+    ClientType.DESKTOP: DisconnectPolicy.SUSPEND,
+    ClientType.MOBILE: DisconnectPolicy.SUSPEND,
+    ClientType.WEB: DisconnectPolicy.SUSPEND,
+    ClientType.CRON: DisconnectPolicy.CLOSE,
+    ClientType.WEBHOOK: DisconnectPolicy.CLOSE,
+    ClientType.BRAIN_LINKER: DisconnectPolicy.CLOSE,
+}
+
+
+@dataclass(frozen=True)
+class FingerprintData:
+    machine_id: str
+    working_dir: str = ""
+    user_home: str = ""
+    os_user: str = ""
+
+
+def visible_sessions(user: Any) -> QuerySet[Session]:
+    if not user.is_authenticated:
+        return Session.objects.none()
+    return Session.objects.filter(owner=user).select_related("project")
+
+
+def get_visible_session(user: Any, session_id: int) -> Session:
+    session = visible_sessions(user).filter(pk=session_id).first()
+    if session is None:
+        raise NotFound(f"session sess_{session_id} not found")
+    return session
+
+
+def create_session(
+    user: Any,
+    *,
+    client_type: str,
+    project_id: str,
+    fingerprint: FingerprintData | None = None,
+    on_disconnect: str | None = None,
+    recipe: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    system: bool = False,
+) -> Session:
+    """Open a session and start its chat process from the chat recipe."""
+    project = get_visible_project(user, project_id)
+    chat_recipe = resolve_recipe(
+        project, recipe=recipe or settings.VANCETOPE_DEFAULT_CHAT_RECIPE, engine=None
+    )
+    policy = (
+        on_disconnect
+        or chat_recipe.params.get("onDisconnect")
+        or DEFAULT_ON_DISCONNECT[ClientType(client_type)]
+    )
+    fp = fingerprint or FingerprintData(machine_id="")
+    with transaction.atomic():
+        session = Session.objects.create(
+            owner=user,
+            project=project,
+            client_type=client_type,
+            is_human=client_type in HUMAN_CLIENT_TYPES,
+            system=system,
+            on_disconnect=policy,
+            machine_id=fp.machine_id,
+            working_dir=fp.working_dir,
+            user_home=fp.user_home,
+            os_user=fp.os_user,
+            client_tools=tools or [],
+        )
+        chat = processes.create_process(session, recipe=chat_recipe.name, start=False)
+        session.chat_process = chat
+        session.save(update_fields=["chat_process"])
+    processes.start_process(chat.pk)
+    session.refresh_from_db()
+    return session
+
+
+@dataclass(frozen=True)
+class Resumed:
+    session: Session
+    processes: list[ThinkProcess]
+    missed: list[SessionEvent]
+
+
+def resume_session(
+    user: Any, session_id: int, fingerprint: FingerprintData, since_seq: int | None
+) -> Resumed:
+    """Bind a client to an existing session, subject to the fingerprint policy."""
+    session = get_visible_session(user, session_id)
+    if session.status == SessionStatus.CLOSED:
+        raise Conflict(f"session {session.public_id} is CLOSED")
+    if session.machine_id and fingerprint.machine_id != session.machine_id:
+        raise Conflict(
+            f"session {session.public_id} belongs to another machine; create a new session",
+            error="fingerprint-mismatch",
+        )
+    drift = bool(session.working_dir) and fingerprint.working_dir != session.working_dir
+    was_suspended = session.status == SessionStatus.SUSPENDED
+    Session.objects.filter(pk=session.pk).update(
+        status=SessionStatus.OPEN,
+        suspend_cause="",
+        working_dir=fingerprint.working_dir or session.working_dir,
+        user_home=fingerprint.user_home or session.user_home,
+        os_user=fingerprint.os_user or session.os_user,
+        last_activity_at=timezone.now(),
+    )
+    if was_suspended:
+        emit_event(session.pk, "session-status", {"status": SessionStatus.OPEN})
+    suspended = session.processes.filter(status=Status.SUSPENDED)
+    if drift:
+        # Client tools would now point at another directory: the user decides per process.
+        suspended.update(context_drift=True)
+    else:
+        for process_id in suspended.values_list("pk", flat=True):
+            processes.resume_process(process_id)
+    session.refresh_from_db()
+    missed = events_since(session.pk, since_seq) if since_seq is not None else []
+    return Resumed(session, list(session.processes.order_by("pk")), missed)
+
+
+def register_tools(session: Session, tools: list[dict[str, Any]]) -> int:
+    """Replace the tools the bound client offers (by name, the last registration wins)."""
+    by_name = {tool["name"]: tool for tool in tools}
+    Session.objects.filter(pk=session.pk).update(client_tools=list(by_name.values()))
+    session.client_tools = list(by_name.values())
+    return len(by_name)
+
+
+def close_session(session_id: int) -> Session:
+    """Close the session: every open process is stopped."""
+    session = Session.objects.get(pk=session_id)
+    if session.status == SessionStatus.CLOSED:
+        return session
+    for process_id in session.processes.exclude(status=Status.CLOSED).values_list("pk", flat=True):
+        try:
+            processes.stop_process(process_id)
+        except Conflict:
+            continue  # closed meanwhile
+    Session.objects.filter(pk=session_id).update(
+        status=SessionStatus.CLOSED, closed_at=timezone.now()
+    )
+    emit_event(session_id, "session-status", {"status": SessionStatus.CLOSED})
+    session.refresh_from_db()
+    return session
+
+
+def suspend_session(session_id: int, cause: SuspendCause) -> Session:
+    """Suspend the session and cascade suspend to every process that can be suspended."""
+    updated = Session.objects.filter(pk=session_id, status=SessionStatus.OPEN).update(
+        status=SessionStatus.SUSPENDED, suspend_cause=cause
+    )
+    if updated:
+        emit_event(session_id, "session-status", {"status": SessionStatus.SUSPENDED})
+        open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
+            status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]
+        )
+        for process_id in open_processes.values_list("pk", flat=True):
+            try:
+                processes.suspend_process(process_id)
+            except Conflict:
+                continue  # its status changed meanwhile; suspend is then not needed
+    return Session.objects.get(pk=session_id)
+
+
+def disconnect_session(session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT) -> Session:
+    """The bound client went away (or the server stops): apply the on_disconnect property."""
+    session = Session.objects.get(pk=session_id)
+    if session.status != SessionStatus.OPEN:
+        return session
+    if session.on_disconnect == DisconnectPolicy.CLOSE:
+        return close_session(session_id)
+    if session.on_disconnect == DisconnectPolicy.SUSPEND:
+        return suspend_session(session_id, cause)
+    return session

@@ -1,0 +1,89 @@
+"""Shared fixtures: a tenant with a user and token, clients, and waiting helpers.
+
+Tests that need PostgreSQL or Redis run when DATABASE_URL / REDIS_URL are set (as .ci/run does)
+and say why they skip otherwise. Lanes run on the in-process worker in every test run, against
+whatever database and channel layer the settings name.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
+
+from processes.worker import shutdown_worker
+from recipes_app.services import sync_bundled_recipes
+from vancetope.llm.factory import reset_provider_cache
+from vancetope.tenancy.models import (
+    ApiToken,
+    Project,
+    ProjectMembership,
+    Role,
+    Tenant,
+    TenantMembership,
+)
+
+T = TypeVar("T")
+
+
+def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.01) -> T:
+    """Poll `check` until it returns something truthy; fail with the last value otherwise."""
+    deadline = time.monotonic() + timeout
+    value = check()
+    while not value:
+        if time.monotonic() > deadline:
+            pytest.fail(f"condition not met within {timeout}s (last value: {value!r})")
+        time.sleep(interval)
+        value = check()
+    return value
+
+
+@pytest.fixture(autouse=True)
+def _inprocess_worker(settings: Any) -> Iterator[None]:
+    settings.VANCETOPE_WORKER = "inprocess"
+    reset_provider_cache()
+    yield
+    # Let running lanes finish and close their connections before the database is flushed.
+    shutdown_worker(wait=True)
+    reset_provider_cache()
+
+
+class Tenancy:
+    """A tenant, its project, a member user and an API token for that user."""
+
+    def __init__(self, slug: str) -> None:
+        users = get_user_model()
+        self.tenant = Tenant.objects.create(slug=slug, name=f"Tenant {slug}")
+        self.project = Project.objects.create(tenant=self.tenant, slug=slug, name=f"Project {slug}")
+        self.user = users.objects.create_user(f"user-{slug}", password="pw-" + slug)
+        TenantMembership.objects.create(user=self.user, tenant=self.tenant, role=Role.ADMIN)
+        ProjectMembership.objects.create(user=self.user, project=self.project)
+        _, self.token = ApiToken.issue(self.user, name="test")
+
+    @property
+    def project_id(self) -> str:
+        return self.project.public_id
+
+    def api(self) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.token}")
+        return client
+
+
+@pytest.fixture
+def recipes(db: Any) -> None:
+    sync_bundled_recipes()
+
+
+@pytest.fixture
+def alice(recipes: None) -> Tenancy:
+    return Tenancy("alice")
+
+
+@pytest.fixture
+def bob(recipes: None) -> Tenancy:
+    return Tenancy("bob")

@@ -1,0 +1,258 @@
+"""The OpenAI-compatible provider, driven through the real `openai` client against a local stub."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import openai
+import pytest
+from openai.types.chat import ChatCompletionMessageFunctionToolCall
+
+from tests.support.openai_stub import OpenAIStubServer, StubReply, StubToolCall
+from vancetope.llm.base import LlmError, LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
+from vancetope.llm.openai_provider import OpenAICompatibleProvider
+
+READ_FILE = ToolSchema(
+    name="read_file",
+    description="Read a file of the working directory.",
+    parameters={"type": "object", "properties": {"path": {"type": "string"}}},
+)
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAIStubServer]:
+    with OpenAIStubServer() as server:
+        yield server
+
+
+@pytest.fixture
+def provider(stub: OpenAIStubServer) -> OpenAICompatibleProvider:
+    return OpenAICompatibleProvider(base_url=stub.base_url, model="local-model", max_tokens=256)
+
+
+def test_streams_the_reply_as_several_text_deltas(provider: OpenAICompatibleProvider) -> None:
+    # when
+    items = list(provider.stream([LlmMessage(role="user", content="hello")]))
+
+    # then
+    deltas = [item.text for item in items if isinstance(item, TextDelta)]
+    assert "".join(deltas) == "echo: hello"
+    assert len(deltas) >= 2
+    assert isinstance(items[-1], Usage)
+    assert sum(isinstance(item, Usage) for item in items) == 1
+
+
+def test_request_carries_model_messages_limits_and_asks_for_usage(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # when
+    collect(
+        provider.stream(
+            [LlmMessage(role="system", content="be brief"), LlmMessage(role="user", content="hi")]
+        )
+    )
+
+    # then
+    [body] = stub.requests
+    assert body["model"] == "local-model"
+    assert body["max_tokens"] == 256
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+    ]
+    assert "tools" not in body
+
+
+def test_api_key_defaults_to_a_placeholder_for_local_servers(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+    assert stub.recorded[0].headers["authorization"] == "Bearer not-needed"
+
+
+def test_usage_is_taken_from_the_server(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given
+    stub.queue(StubReply(text="counted by the server", usage=(123, 45)))
+
+    # when
+    completion = collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+    # then
+    assert completion.text == "counted by the server"
+    assert completion.usage == Usage(prompt_tokens=123, completion_tokens=45)
+
+
+def test_a_server_without_usage_still_ends_with_one_zero_usage(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given
+    stub.queue(StubReply(text="no usage here", omit_usage=True))
+
+    # when
+    items = list(provider.stream([LlmMessage(role="user", content="hi")]))
+
+    # then
+    assert items[-1] == Usage(prompt_tokens=0, completion_tokens=0)
+    assert sum(isinstance(item, Usage) for item in items) == 1
+
+
+def test_tool_call_round_trip(stub: OpenAIStubServer, provider: OpenAICompatibleProvider) -> None:
+    # given: the stub streams the call's arguments in several fragments
+    arguments = {"path": "notes/today.md", "lines": [1, 20]}
+    stub.queue(
+        StubReply(
+            text="Let me look.",
+            tool_calls=(StubToolCall(name="read_file", arguments=arguments, id="call_abc"),),
+        )
+    )
+    conversation = [LlmMessage(role="user", content="what is in my notes?")]
+
+    # when: the model asks for the tool
+    first = collect(provider.stream(conversation, tools=[READ_FILE]))
+
+    # then
+    assert first.text == "Let me look."
+    assert first.tool_calls == [ToolCall(id="call_abc", name="read_file", arguments=arguments)]
+    assert stub.requests[0]["tools"] == [
+        {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": READ_FILE.description,
+                "parameters": READ_FILE.parameters,
+            },
+        }
+    ]
+
+    # when: the tool result goes back
+    conversation += [
+        LlmMessage(role="assistant", content=first.text, tool_calls=tuple(first.tool_calls)),
+        LlmMessage(role="tool", content="buy milk", tool_call_id="call_abc"),
+    ]
+    collect(provider.stream(conversation, tools=[READ_FILE]))
+
+    # then: the server saw the assistant call and the tool message answering it
+    assistant, tool = stub.requests[1]["messages"][1:]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"] == "Let me look."
+    [sent_call] = assistant["tool_calls"]
+    assert sent_call["id"] == "call_abc"
+    assert sent_call["function"]["name"] == "read_file"
+    assert json.loads(sent_call["function"]["arguments"]) == arguments
+    assert tool == {"role": "tool", "tool_call_id": "call_abc", "content": "buy milk"}
+
+
+def test_an_assistant_turn_of_only_tool_calls_sends_null_content(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    call = ToolCall(id="call_1", name="read_file", arguments={})
+    collect(
+        provider.stream(
+            [
+                LlmMessage(role="user", content="go"),
+                LlmMessage(role="assistant", tool_calls=(call,)),
+                LlmMessage(role="tool", content="done", tool_call_id="call_1"),
+            ]
+        )
+    )
+
+    assert stub.requests[0]["messages"][1]["content"] is None
+
+
+def test_several_tool_calls_keep_their_order_and_get_ids_when_the_server_gives_none(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given
+    stub.queue(
+        StubReply(
+            tool_calls=(
+                StubToolCall(name="first", arguments={"n": 1}),
+                StubToolCall(name="second", arguments={}),
+            )
+        )
+    )
+
+    # when
+    calls = collect(provider.stream([LlmMessage(role="user", content="go")])).tool_calls
+
+    # then
+    assert [(call.name, call.arguments) for call in calls] == [("first", {"n": 1}), ("second", {})]
+    assert calls[0].id != calls[1].id
+
+
+def test_invalid_tool_arguments_are_an_llm_error(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    stub.queue(StubReply(tool_calls=(StubToolCall(name="read_file", arguments='{"path": '),)))
+
+    with pytest.raises(LlmError, match="invalid JSON arguments for tool 'read_file'"):
+        collect(provider.stream([LlmMessage(role="user", content="go")]))
+
+
+@pytest.mark.parametrize("status", [401, 500])
+def test_a_server_error_is_an_llm_error_naming_status_and_server(
+    stub: OpenAIStubServer, status: int
+) -> None:
+    # given: no retries, so the test does not wait through backoff
+    provider = OpenAICompatibleProvider(base_url=stub.base_url, max_retries=0)
+    stub.queue(StubReply(status=status, error_message="model is on fire"))
+
+    # when
+    with pytest.raises(LlmError) as raised:
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+    # then
+    message = str(raised.value)
+    assert f"HTTP {status}" in message
+    assert stub.base_url in message
+    assert "model is on fire" in message
+    assert isinstance(raised.value.__cause__, openai.APIStatusError)
+
+
+def test_an_unreachable_server_is_an_llm_error() -> None:
+    # given: a port that was free a moment ago and is closed now
+    with OpenAIStubServer() as stub:
+        base_url = stub.base_url
+    provider = OpenAICompatibleProvider(base_url=base_url, max_retries=0, timeout=5)
+
+    # when / then
+    with pytest.raises(LlmError, match=f"cannot reach OpenAI-compatible server at {base_url}"):
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def test_describe_names_the_server_and_the_model(provider: OpenAICompatibleProvider) -> None:
+    assert provider.describe() == f"openai-compatible at {provider.base_url}, model local-model"
+
+
+def test_defaults_are_openai_itself() -> None:
+    provider = OpenAICompatibleProvider()
+
+    assert provider.base_url == "https://api.openai.com/v1"
+    assert provider.model == "gpt-4o-mini"
+
+
+def test_stub_also_serves_models_and_non_streaming_completions(stub: OpenAIStubServer) -> None:
+    # given
+    client = openai.OpenAI(base_url=stub.base_url, api_key="test", max_retries=0)
+    stub.queue(StubReply(text="plain", tool_calls=(StubToolCall(name="t", arguments={"a": 1}),)))
+
+    # when
+    models = client.models.list()
+    completion = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}]
+    )
+
+    # then
+    assert [model.id for model in models] == ["stub-model"]
+    message = completion.choices[0].message
+    assert message.content == "plain"
+    assert message.tool_calls is not None
+    [call] = message.tool_calls
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+    assert json.loads(call.function.arguments) == {"a": 1}

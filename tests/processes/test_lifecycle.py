@@ -1,0 +1,312 @@
+"""The lifecycle service: status table, lanes, pending queue, nothing lost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engines.registry import _registry
+from processes import lanes, services
+from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.states import CloseReason, Status
+from sessions_app.models import SessionEvent
+from sessions_app.services import FingerprintData, create_session
+from tests.conftest import Tenancy, wait_until
+from vancetope.errors import Conflict, NotFound
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def open_session(tenancy: Tenancy):
+    return create_session(
+        tenancy.user,
+        client_type="cli",
+        project_id=tenancy.project_id,
+        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
+    )
+
+
+def conversation(process_id: int) -> list[tuple[str, str]]:
+    rows = ConversationMessage.objects.filter(process_id=process_id).order_by("index")
+    return [(row.role, row.content) for row in rows]
+
+
+def idle_with_messages(process_id: int, count: int):
+    def check():
+        process = ThinkProcess.objects.get(pk=process_id)
+        return process.status == Status.IDLE and process.conversation_length >= count
+
+    return check
+
+
+def slow_script(tmp_path: Path, settings, delay: float) -> None:
+    script = tmp_path / "slow.yaml"
+    script.write_text(yaml.safe_dump([{"match": "slow", "reply": "a slow answer", "delay": delay}]))
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+
+
+def test_session_create_starts_its_chat_process_idle(alice):
+    # when
+    session = open_session(alice)
+    # then
+    chat = ThinkProcess.objects.get(pk=session.chat_process_id)
+    assert chat.status == Status.IDLE
+    assert chat.think_engine == "ford"
+    assert chat.recipe_snapshot["name"] == "ford"
+    calls = list(ProcessTransition.objects.filter(process=chat).values_list("call", "to_status"))
+    assert calls == [("start", "IDLE")]
+
+
+def test_chat_message_is_answered_and_stored_in_the_conversation(alice):
+    # given
+    session = open_session(alice)
+    # when
+    steered = services.send_chat(session, "hello")
+    # then
+    assert steered.pending == 1
+    wait_until(idle_with_messages(session.chat_process_id, 2))
+    assert conversation(session.chat_process_id) == [
+        ("user", "hello"),
+        ("assistant", "echo: hello"),
+    ]
+    message = PendingMessage.objects.get(pk=steered.message.pk)
+    assert message.consumed
+    assert message.consumed_fence is not None
+    events = list(SessionEvent.objects.filter(session=session).values_list("event", flat=True))
+    assert events.count("chat-delta") == 2
+    assert "chat-message" in events
+    process = ThinkProcess.objects.get(pk=session.chat_process_id)
+    assert process.prompt_tokens > 0
+    assert process.completion_tokens == 2
+
+
+def test_event_seq_grows_by_one_without_gaps(alice):
+    session = open_session(alice)
+    for text in ("one", "two", "three"):
+        services.send_chat(session, text)
+    wait_until(idle_with_messages(session.chat_process_id, 6))
+    seqs = list(
+        SessionEvent.objects.filter(session=session).order_by("seq").values_list("seq", flat=True)
+    )
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+def test_messages_are_consumed_in_sequence_order_exactly_once(alice):
+    session = open_session(alice)
+    texts = [f"message {n}" for n in range(15)]
+    for text in texts:
+        services.send_chat(session, text)
+    wait_until(idle_with_messages(session.chat_process_id, 30))
+    users = [content for role, content in conversation(session.chat_process_id) if role == "user"]
+    assert users == texts
+    assert not PendingMessage.objects.filter(
+        process_id=session.chat_process_id, consumed=False
+    ).exists()
+
+
+def test_worker_process_with_goal_answers_it_at_start(alice):
+    session = open_session(alice)
+    # when
+    process = services.create_process(session, goal="what is 6 x 7?", engine="ford")
+    # then
+    assert process.status == Status.IDLE
+    assert conversation(process.pk) == [
+        ("user", "what is 6 x 7?"),
+        ("assistant", "echo: what is 6 x 7?"),
+    ]
+
+
+def test_steer_on_paused_process_waits_for_resume(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    services.pause_process(chat_id)
+    # when
+    steered = services.steer_process(chat_id, "later, please")
+    # then: it waits in the pending queue
+    assert steered.pending == 1
+    assert ThinkProcess.objects.get(pk=chat_id).status == Status.PAUSED
+    assert conversation(chat_id) == []
+    # when resumed, it is drained
+    services.resume_process(chat_id)
+    wait_until(idle_with_messages(chat_id, 2))
+    assert conversation(chat_id)[-1] == ("assistant", "echo: later, please")
+
+
+def test_steer_on_stopped_process_is_refused_and_changes_nothing(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    services.stop_process(chat_id)
+    before = ThinkProcess.objects.get(pk=chat_id)
+    # when
+    with pytest.raises(Conflict, match="it is CLOSED/STOPPED"):
+        services.steer_process(chat_id, "are you there?")
+    # then
+    after = ThinkProcess.objects.get(pk=chat_id)
+    assert (after.status, after.close_reason, after.updated_at) == (
+        before.status,
+        before.close_reason,
+        before.updated_at,
+    )
+    assert not PendingMessage.objects.filter(process_id=chat_id).exists()
+
+
+@pytest.mark.parametrize(
+    ("setup", "call", "expected"),
+    [
+        ([], "resume_process", "cannot resume process tp_{id}: it is IDLE"),
+        ([], "start_process", "cannot start process tp_{id}: it is IDLE"),
+        ([], "reset_process", "cannot reset process tp_{id}: it is IDLE"),
+        (["pause_process"], "pause_process", "cannot pause process tp_{id}: it is PAUSED"),
+        (["stop_process"], "stop_process", "cannot stop process tp_{id}: it is CLOSED/STOPPED"),
+    ],
+)
+def test_illegal_lifecycle_call_is_refused_with_409_and_nothing_changes(
+    alice, setup, call, expected
+):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    for step in setup:
+        getattr(services, step)(chat_id)
+    before = ThinkProcess.objects.get(pk=chat_id)
+    transitions = ProcessTransition.objects.filter(process_id=chat_id).count()
+    with pytest.raises(Conflict) as refused:
+        getattr(services, call)(chat_id)
+    assert refused.value.code == 409
+    assert refused.value.message == expected.format(id=chat_id)
+    after = ThinkProcess.objects.get(pk=chat_id)
+    assert (after.status, after.updated_at) == (before.status, before.updated_at)
+    assert ProcessTransition.objects.filter(process_id=chat_id).count() == transitions
+
+
+def test_reset_returns_a_stopped_process_to_init_with_the_same_goal(alice):
+    session = open_session(alice)
+    process = services.create_process(session, goal="count sheep", engine="ford")
+    services.stop_process(process.pk)
+    # when
+    reset = services.reset_process(process.pk)
+    # then
+    assert (reset.status, reset.close_reason, reset.goal) == (Status.INIT, "", "count sheep")
+    assert conversation(process.pk) == []
+    started = services.start_process(process.pk)
+    assert started.status == Status.IDLE
+    assert conversation(process.pk)[-1] == ("assistant", "echo: count sheep")
+
+
+def test_suspend_and_resume_keep_pending_messages(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    services.suspend_process(chat_id)
+    with pytest.raises(Conflict):
+        services.steer_process(chat_id, "while suspended")
+    assert ThinkProcess.objects.get(pk=chat_id).status == Status.SUSPENDED
+    resumed = services.resume_process(chat_id)
+    assert resumed.status == Status.IDLE
+
+
+def test_pause_during_a_slow_turn_stops_at_the_boundary_and_loses_nothing(
+    alice, settings, tmp_path
+):
+    # given a turn that takes a while
+    slow_script(tmp_path, settings, delay=0.6)
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    services.send_chat(session, "slow please")
+    wait_until(lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING)
+    # when
+    paused = services.pause_process(chat_id)
+    # then
+    assert paused.status == Status.PAUSED
+    pending = PendingMessage.objects.get(process_id=chat_id)
+    consumed_before_resume = pending.consumed
+    services.resume_process(chat_id)
+    wait_until(idle_with_messages(chat_id, 2), timeout=15)
+    assert conversation(chat_id)[-1] == ("assistant", "a slow answer")
+    # The message was consumed exactly once: either the turn finished before the boundary, or
+    # it was interrupted, left pending, and answered after resume.
+    users = [content for role, content in conversation(chat_id) if role == "user"]
+    assert users == ["slow please"]
+    assert consumed_before_resume in (True, False)
+    assert PendingMessage.objects.get(process_id=chat_id).consumed
+
+
+def test_a_worker_that_lost_its_lease_cannot_commit(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    stale = lanes.try_acquire(chat_id)
+    assert stale is not None
+    # another worker takes over after expiry
+    ThinkProcess.objects.filter(pk=chat_id).update(
+        lease_expires_at=stale.expires_at.replace(year=2000)
+    )
+    fresh = lanes.try_acquire(chat_id)
+    assert fresh is not None
+    assert fresh.fence == stale.fence + 1
+    # then the stale holder's fenced writes change nothing
+    assert stale.fenced().update(status=Status.CLOSED) == 0
+    with pytest.raises(lanes.LeaseLost):
+        lanes.heartbeat(stale)
+    assert ThinkProcess.objects.get(pk=chat_id).status == Status.IDLE
+    lanes.release(fresh)
+
+
+def test_lane_is_exclusive_while_held(alice):
+    session = open_session(alice)
+    lease = lanes.try_acquire(session.chat_process_id)
+    assert lease is not None
+    assert lanes.try_acquire(session.chat_process_id) is None
+    lanes.release(lease)
+    assert lanes.try_acquire(session.chat_process_id) is not None
+
+
+def test_process_of_an_unregistered_engine_goes_stale_and_is_not_resumed(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    ThinkProcess.objects.filter(pk=chat_id).update(think_engine="slartibartfast")
+    with pytest.raises(Conflict, match="CLOSED/STALE"):
+        services.pause_process(chat_id)
+    process = ThinkProcess.objects.get(pk=chat_id)
+    assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STALE)
+    with pytest.raises(Conflict):
+        services.resume_process(chat_id)
+
+
+def test_process_with_an_incompatible_major_version_is_closed_stale_at_recovery(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    assert "ford" in _registry
+    ThinkProcess.objects.filter(pk=chat_id).update(engine_version="0.9.0")
+    report = services.recover_processes()
+    assert report.expired == 1
+    process = ThinkProcess.objects.get(pk=chat_id)
+    assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STALE)
+
+
+def test_recovery_brings_back_a_process_left_running_by_a_dead_worker(alice):
+    # given a process RUNNING under a lease whose owner process no longer exists
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    ThinkProcess.objects.filter(pk=chat_id).update(
+        status=Status.RUNNING,
+        lease_owner=f"{lanes.HOSTNAME}:999999:1:dead",
+        lease_fence=7,
+        lease_expires_at=ThinkProcess.objects.get(pk=chat_id).updated_at.replace(year=2999),
+    )
+    PendingMessage.objects.create(process_id=chat_id, seq=1, kind="USER", payload={"text": "lost?"})
+    ThinkProcess.objects.filter(pk=chat_id).update(next_pending_seq=2)
+    # when
+    report = services.recover_processes()
+    # then it is IDLE again and its pending message is answered
+    assert report.recovered == 1
+    assert report.woken == 1
+    wait_until(idle_with_messages(chat_id, 2))
+    assert conversation(chat_id)[-1] == ("assistant", "echo: lost?")
+
+
+def test_unknown_recipe_or_engine_is_a_clear_404(alice):
+    session = open_session(alice)
+    with pytest.raises(NotFound, match="no recipe for think engine 'marvin-9'"):
+        services.create_process(session, goal="x", engine="marvin-9")
+    with pytest.raises(NotFound, match="recipe 'nope'"):
+        services.create_process(session, goal="x", recipe="nope")

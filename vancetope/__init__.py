@@ -1,0 +1,5 @@
+"""The Vancetope Brain."""
+
+from .celery import app as celery_app
+
+__all__ = ["celery_app"]

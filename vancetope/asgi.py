@@ -1,0 +1,30 @@
+"""ASGI entry: HTTP goes to Django, WebSocket through origin check and auth to the consumer."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vancetope.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from sessions_app.auth import TokenAuthMiddleware, origin_validator  # noqa: E402
+from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        # The Brain is self-contained: it serves the admin's and the UI's static files itself.
+        "http": ASGIStaticFilesHandler(django_asgi_app)
+        if settings.VANCETOPE_SERVE_STATIC
+        else django_asgi_app,
+        "websocket": origin_validator(
+            AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
+        ),
+    }
+)

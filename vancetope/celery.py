@@ -1,0 +1,13 @@
+"""The Celery app: run by distributed workers and beat; the embedded Brain runs its tasks itself."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vancetope.settings")
+
+app = Celery("vancetope")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

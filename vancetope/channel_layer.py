@@ -1,0 +1,62 @@
+"""An in-memory channel layer that may be sent to from any thread.
+
+The embedded Brain drives lanes in worker threads, each with its own event loop, while the
+consumers wait on the server's loop. Channels' InMemoryChannelLayer wakes a waiting receiver only
+when the sender runs on the receiver's loop, so a send from another thread is handed over to the
+receiver's loop with call_soon_threadsafe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from copy import deepcopy
+from typing import Any
+
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer
+
+
+class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._receiver_loops: dict[str, asyncio.AbstractEventLoop] = {}
+        # Orders "receiver registers its loop" against "sender decides how to deliver", so a
+        # sender never touches a queue another loop is already waiting on.
+        self._loops_lock = threading.Lock()
+
+    async def send(self, channel: str, message: dict[str, Any]) -> None:
+        assert isinstance(message, dict), "message is not a dict"
+        self.require_valid_channel_name(channel)
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        with self._loops_lock:
+            loop = self._receiver_loops.get(channel)
+            if loop is not None and loop is not current and not loop.is_closed():
+                loop.call_soon_threadsafe(self._put, channel, deepcopy(message))
+                return
+            self._put(channel, deepcopy(message))
+
+    def _put(self, channel: str, message: dict[str, Any]) -> None:
+        queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+        try:
+            queue.put_nowait((time.time() + self.expiry, message))
+        except asyncio.QueueFull as exc:
+            raise ChannelFull(channel) from exc
+
+    async def receive(self, channel: str) -> dict[str, Any]:
+        with self._loops_lock:
+            self._receiver_loops[channel] = asyncio.get_running_loop()
+        try:
+            return await super().receive(channel)
+        finally:
+            with self._loops_lock:
+                if channel not in self.channels:
+                    self._receiver_loops.pop(channel, None)
+
+    async def flush(self) -> None:
+        await super().flush()
+        self._receiver_loops = {}

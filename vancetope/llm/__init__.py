@@ -1,0 +1,1 @@
+"""LLM providers: one interface, a scripted offline provider, OpenAI-compatible and Anthropic."""

@@ -1,0 +1,100 @@
+"""The one provider interface every LLM backend implements.
+
+Messages and tool schemas go in; a stream of text deltas, tool calls and one usage record comes
+out. Providers make their SDK client per call (no long-lived clients held by engines), so a
+change of settings or credentials applies to the next call.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A call the model asks for; `arguments` is the decoded JSON object."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class LlmMessage:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    # For role "tool": the id of the call this message answers.
+    tool_call_id: str = ""
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    """A tool as the model sees it: name, description, JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+StreamItem = TextDelta | ToolCall | Usage
+
+
+@dataclass
+class Completion:
+    """What a whole streamed call produced, collected by `collect`."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=lambda: Usage(0, 0))
+
+
+class LlmError(Exception):
+    """The provider failed: network, auth, rate limit or a malformed answer."""
+
+
+class LlmProvider(ABC):
+    """A chat-completion backend. Implementations must be safe to call from any thread."""
+
+    name: str
+    model: str
+
+    @abstractmethod
+    def stream(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+    ) -> Iterator[StreamItem]:
+        """Yield text deltas and tool calls as they arrive, and exactly one Usage at the end."""
+
+    def describe(self) -> str:
+        return f"{self.name} (model {self.model})"
+
+
+def collect(items: Iterator[StreamItem]) -> Completion:
+    """Drain a stream into one Completion (for callers that do not stream)."""
+    completion = Completion()
+    parts: list[str] = []
+    for item in items:
+        if isinstance(item, TextDelta):
+            parts.append(item.text)
+        elif isinstance(item, ToolCall):
+            completion.tool_calls.append(item)
+        else:
+            completion.usage = item
+    completion.text = "".join(parts)
+    return completion

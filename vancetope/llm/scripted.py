@@ -1,0 +1,260 @@
+"""The offline, deterministic provider (PROTOCOL.md, last paragraph of "Operations").
+
+With no script it answers `echo: ` + the last user message. A script is a YAML list of rules,
+tried in order; the first rule that matches (and has not used up its `times`) answers:
+
+    - match: "weather in (Paris|Rome)"      # regex searched in the last user message
+      tool_calls:
+        - name: get_weather
+          arguments: {city: Paris}
+      times: 1                              # fires at most once per provider instance
+    - match: "system: you are a planner"    # `system:` + regex searched in the system prompt
+      reply: "1. think 2. act"
+      delay: 0.5                            # seconds to wait before the first delta
+    - reply: "fallback for everything else" # no `match`: matches every call
+
+Token usage is counted in whitespace-separated words so tests can assert on it: prompt tokens are
+the words of every input message's content; completion tokens are the words of the reply plus,
+per tool call, the words of its name and of `json.dumps(arguments)` (default separators, so
+`{"city": "Paris"}` is two words).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vancetope.llm.base import (
+    LlmMessage,
+    LlmProvider,
+    StreamItem,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+)
+
+SYSTEM_PREFIX = "system:"
+RULE_KEYS = frozenset({"match", "reply", "tool_calls", "times", "delay"})
+TOOL_CALL_KEYS = frozenset({"name", "arguments"})
+
+
+@dataclass(frozen=True)
+class ScriptedToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ScriptRule:
+    """One validated script rule; `pattern` None means "matches every call"."""
+
+    index: int
+    pattern: re.Pattern[str] | None
+    matches_system_prompt: bool
+    reply: str
+    tool_calls: tuple[ScriptedToolCall, ...]
+    times: int | None
+    delay: float
+
+    def matches(self, last_user_message: str, system_prompt: str) -> bool:
+        if self.pattern is None:
+            return True
+        haystack = system_prompt if self.matches_system_prompt else last_user_message
+        return self.pattern.search(haystack) is not None
+
+
+def split_into_word_deltas(text: str) -> list[str]:
+    """Split text into one chunk per word, each keeping its trailing whitespace.
+
+    Leading whitespace stays with the first word, so the chunks always join back to `text`.
+    """
+    chunks = re.findall(r"\s*\S+\s*", text)
+    if not chunks and text:
+        return [text]
+    return chunks
+
+
+def count_words(text: str) -> int:
+    return len(text.split())
+
+
+class ScriptedProvider(LlmProvider):
+    """Answers from a script of rules, or echoes; safe to share between threads."""
+
+    name = "scripted"
+
+    def __init__(
+        self,
+        script: str | os.PathLike[str] | list[Any] | None = None,
+        *,
+        model: str = "",
+        delay_per_delta: float = 0.0,
+    ) -> None:
+        self.model = model or "scripted"
+        self.delay_per_delta = delay_per_delta
+        self.script_path: Path | None = None
+        if isinstance(script, str | os.PathLike):
+            self.script_path = Path(script)
+            script = load_script_file(self.script_path)
+        self.rules = parse_script(script if script is not None else [], source=self.script_path)
+        # `times` counters and tool-call ids are per instance; the factory caches the instance
+        # so both survive between calls in one process.
+        self._lock = threading.Lock()
+        self._fired: dict[int, int] = {}
+        self._tool_call_counter = 0
+
+    def describe(self) -> str:
+        source = f" from {self.script_path}" if self.script_path else ""
+        return f"scripted{source} (offline; set VANCETOPE_LLM=openai|anthropic to use a real model)"
+
+    def stream(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+    ) -> Iterator[StreamItem]:
+        # The rule is chosen when the call is made, not when the stream is first read, so the
+        # order of `times` and tool-call ids follows the order of calls.
+        last_user_message = next(
+            (message.content for message in reversed(messages) if message.role == "user"), ""
+        )
+        system_prompt = "".join(m.content for m in messages if m.role == "system")
+        with self._lock:
+            rule = self._claim_rule(last_user_message, system_prompt)
+            tool_calls = self._number_tool_calls(rule.tool_calls if rule else ())
+        reply = rule.reply if rule else f"echo: {last_user_message}"
+        prompt_tokens = sum(count_words(message.content) for message in messages)
+        return self._emit(reply, tool_calls, prompt_tokens, rule.delay if rule else 0.0)
+
+    def _claim_rule(self, last_user_message: str, system_prompt: str) -> ScriptRule | None:
+        for rule in self.rules:
+            if not rule.matches(last_user_message, system_prompt):
+                continue
+            fired = self._fired.get(rule.index, 0)
+            if rule.times is not None and fired >= rule.times:
+                continue
+            self._fired[rule.index] = fired + 1
+            return rule
+        return None
+
+    def _number_tool_calls(self, scripted: tuple[ScriptedToolCall, ...]) -> list[ToolCall]:
+        calls = []
+        for call in scripted:
+            self._tool_call_counter += 1
+            calls.append(ToolCall(f"call_{self._tool_call_counter}", call.name, call.arguments))
+        return calls
+
+    def _emit(
+        self, reply: str, tool_calls: list[ToolCall], prompt_tokens: int, delay: float
+    ) -> Iterator[StreamItem]:
+        if delay:
+            time.sleep(delay)
+        for chunk in split_into_word_deltas(reply):
+            if self.delay_per_delta:
+                time.sleep(self.delay_per_delta)
+            yield TextDelta(chunk)
+        yield from tool_calls
+        completion_tokens = count_words(reply) + sum(
+            count_words(call.name) + count_words(json.dumps(call.arguments)) for call in tool_calls
+        )
+        yield Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def load_script_file(path: Path) -> Any:
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"cannot read LLM script {path}: {error}") from error
+    except yaml.YAMLError as error:
+        raise ValueError(f"LLM script {path} is not valid YAML: {error}") from error
+
+
+def parse_script(script: Any, *, source: Path | None = None) -> tuple[ScriptRule, ...]:
+    """Validate a parsed script; any problem is a ValueError naming the rule and the field."""
+    where = f"LLM script {source}" if source else "LLM script"
+    if not isinstance(script, list):
+        raise ValueError(f"{where} must be a list of rules, got {type(script).__name__}")
+    return tuple(_parse_rule(index, raw, where) for index, raw in enumerate(script))
+
+
+def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
+    def problem(text: str) -> ValueError:
+        return ValueError(f"{where}, rule {index}: {text}")
+
+    if not isinstance(raw, Mapping):
+        raise problem(f"must be a mapping, got {type(raw).__name__}")
+    unknown = set(raw) - RULE_KEYS
+    if unknown:
+        raise problem(
+            f"unknown keys {sorted(map(str, unknown))}; allowed: {', '.join(sorted(RULE_KEYS))}"
+        )
+    if "reply" not in raw and "tool_calls" not in raw:
+        raise problem("needs a `reply` and/or `tool_calls`")
+
+    pattern, matches_system_prompt = None, False
+    if "match" in raw:
+        match = raw["match"]
+        if not isinstance(match, str):
+            raise problem(f"`match` must be a string, got {type(match).__name__}")
+        if match.startswith(SYSTEM_PREFIX):
+            matches_system_prompt = True
+            # `system: planner` reads naturally in YAML; the space after the colon is not meant
+            # to be part of the pattern.
+            match = match[len(SYSTEM_PREFIX) :].lstrip()
+        try:
+            pattern = re.compile(match)
+        except re.error as error:
+            raise problem(f"`match` is not a valid regular expression ({error})") from error
+
+    reply = raw.get("reply", "")
+    if not isinstance(reply, str):
+        raise problem(f"`reply` must be a string, got {type(reply).__name__}")
+
+    times = raw.get("times")
+    if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
+        raise problem(f"`times` must be a positive integer, got {times!r}")
+
+    delay = raw.get("delay", 0.0)
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
+        raise problem(f"`delay` must be a non-negative number of seconds, got {delay!r}")
+
+    return ScriptRule(
+        index=index,
+        pattern=pattern,
+        matches_system_prompt=matches_system_prompt,
+        reply=reply,
+        tool_calls=_parse_tool_calls(raw.get("tool_calls", []), problem),
+        times=times,
+        delay=float(delay),
+    )
+
+
+def _parse_tool_calls(
+    raw: Any, problem: Callable[[str], ValueError]
+) -> tuple[ScriptedToolCall, ...]:
+    if not isinstance(raw, list):
+        raise problem(f"`tool_calls` must be a list, got {type(raw).__name__}")
+    calls = []
+    for position, call in enumerate(raw):
+        if not isinstance(call, Mapping):
+            raise problem(f"tool call {position} must be a mapping with `name` and `arguments`")
+        unknown = set(call) - TOOL_CALL_KEYS
+        if unknown:
+            raise problem(f"tool call {position} has unknown keys {sorted(map(str, unknown))}")
+        name = call.get("name")
+        if not isinstance(name, str) or not name:
+            raise problem(f"tool call {position} needs a non-empty string `name`")
+        arguments = call.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, Mapping):
+            raise problem(f"tool call {position} `arguments` must be a mapping")
+        calls.append(ScriptedToolCall(name=name, arguments=dict(arguments)))
+    return tuple(calls)

@@ -1,0 +1,207 @@
+"""Settings of the Brain, read from environment variables (PROTOCOL.md "Operations").
+
+With no variables set this is the embedded default: SQLite under var/, the in-memory channel
+layer, Celery tasks run by an in-process worker, and the offline scripted LLM. DATABASE_URL and
+REDIS_URL switch to the distributed runtime; the code path is the same in both.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+
+from vancetope.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("VANCETOPE_VAR_DIR", str(BASE_DIR / "var")))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """Use SECRET_KEY when given; otherwise keep one generated key under var/ across restarts."""
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_celery_beat",
+    "vancetope.tenancy",
+    "recipes_app",
+    "engines",
+    "processes",
+    "sessions_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "vancetope.urls"
+ASGI_APPLICATION = "vancetope.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database ------------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": VAR_DIR / "brain.sqlite3",
+            # Worker threads and the ASGI server write concurrently: WAL lets readers run beside
+            # one writer, IMMEDIATE takes the write lock up front (no upgrade deadlocks), and the
+            # timeout makes a writer wait for the lock instead of failing.
+            "OPTIONS": {
+                "timeout": 30,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+            # Tests run with worker threads, which cannot share an in-memory database.
+            "TEST": {"NAME": str(VAR_DIR / "test-brain.sqlite3")},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- channels, celery ----------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt")},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "vancetope.channel_layer.ThreadSafeInMemoryChannelLayer"}
+    }
+
+# "inprocess": lanes are driven by a thread pool inside the Brain process (embedded default).
+# "celery": lanes are driven by Celery workers on the broker (distributed runtime).
+VANCETOPE_WORKER = env_str("VANCETOPE_WORKER", "celery" if REDIS_URL else "inprocess")
+VANCETOPE_INPROCESS_WORKER_THREADS = env_int("VANCETOPE_INPROCESS_WORKER_THREADS", 4)
+
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# A lane task is idempotent (it only drains what is pending, under a fenced lease), so it is
+# acknowledged late: a worker killed mid-turn leaves the task on the broker for another worker.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# One task at a time per worker process: a turn can take minutes, prefetching would starve peers.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Longer than the longest turn we expect, so Redis does not redeliver a task still running.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+
+# --- lanes ---------------------------------------------------------------------------------------
+VANCETOPE_LEASE_SECONDS = env_float("VANCETOPE_LEASE_SECONDS", 30.0)
+VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS", 20.0)
+
+# --- LLM -----------------------------------------------------------------------------------------
+VANCETOPE_LLM = env_str("VANCETOPE_LLM", "scripted")
+VANCETOPE_LLM_MODEL = env_str("VANCETOPE_LLM_MODEL")
+VANCETOPE_LLM_SCRIPT = env_str("VANCETOPE_LLM_SCRIPT")
+VANCETOPE_LLM_TIMEOUT = env_float("VANCETOPE_LLM_TIMEOUT", 120.0)
+VANCETOPE_LLM_MAX_TOKENS = env_int("VANCETOPE_LLM_MAX_TOKENS", 4096)
+OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
+OPENAI_API_KEY = env_str("OPENAI_API_KEY")
+ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
+ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+
+# --- sessions ------------------------------------------------------------------------------------
+VANCETOPE_DEFAULT_CHAT_RECIPE = env_str("VANCETOPE_DEFAULT_CHAT_RECIPE", "ford")
+VANCETOPE_MAX_FRAME_BYTES = env_int("VANCETOPE_MAX_FRAME_BYTES", 1024 * 1024)
+
+# --- auth, REST ----------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/admin/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "vancetope.tenancy.authentication.ApiTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "vancetope.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Vancetope Brain API",
+    "DESCRIPTION": "Sessions, think processes, engines and recipes of a Vancetope Brain.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# --- i18n, static --------------------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+# The embedded Brain serves static files itself; behind a proxy that serves them, turn it off.
+VANCETOPE_SERVE_STATIC = env_bool("VANCETOPE_SERVE_STATIC", True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from vancetope.tenancy.bootstrap import bootstrap
+
+
+class Command(BaseCommand):
+    help = "Ensure a default tenant, project (proj_default) and local user; write an API token."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--token-file",
+            default=str(Path(settings.VAR_DIR) / "token"),
+            help="where to write the API token for local clients (default var/token)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        result = bootstrap(Path(options["token_file"]))
+        self.stdout.write(f"project: {result.project.public_id}")
+        if result.new_password:
+            self.stdout.write(
+                f"admin login (shown once): user {result.username!r}, "
+                f"password {result.new_password!r}"
+            )
+        state = "written to" if result.token_written else "already valid in"
+        self.stdout.write(f"API token {state} {result.token_file}")

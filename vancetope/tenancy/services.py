@@ -1,0 +1,55 @@
+"""Who may see what: the scoping every query goes through, and token authentication."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from vancetope.errors import NotFound
+from vancetope.tenancy.models import ApiToken, Project, Role, Tenant, hash_token
+
+AnyUser = AbstractBaseUser | AnonymousUser
+
+
+def authenticate_token(raw: str) -> AbstractBaseUser | None:
+    """Return the active user owning this raw API token, or None."""
+    if not raw:
+        return None
+    token = (
+        ApiToken.objects.active()
+        .select_related("user")
+        .filter(key_hash=hash_token(raw), user__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    # Record use at most once a minute: a busy client must not turn every call into a write.
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return token.user
+
+
+def visible_tenants(user: AnyUser) -> QuerySet[Tenant]:
+    if not user.is_authenticated:
+        return Tenant.objects.none()
+    return Tenant.objects.filter(memberships__user=user).distinct()
+
+
+def visible_projects(user: AnyUser) -> QuerySet[Project]:
+    """Projects the user is a member of, plus every project of tenants they administer."""
+    if not user.is_authenticated:
+        return Project.objects.none()
+    return Project.objects.filter(
+        Q(memberships__user=user)
+        | Q(tenant__memberships__user=user, tenant__memberships__role=Role.ADMIN)
+    ).distinct()
+
+
+def get_visible_project(user: AnyUser, public_id: str) -> Project:
+    slug = public_id.removeprefix("proj_") if public_id.startswith("proj_") else ""
+    project = visible_projects(user).filter(slug=slug).first() if slug else None
+    if project is None:
+        raise NotFound(f"project {public_id!r} not found")
+    return project

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from engines.api import ThinkEngineList
+from processes.api import ProcessViewSet
+from recipes_app.api import RecipeViewSet
+from sessions_app.api import SessionViewSet
+from vancetope.api import healthz
+
+router = SimpleRouter(trailing_slash=False)
+router.register("recipes", RecipeViewSet, basename="recipe")
+router.register("sessions", SessionViewSet, basename="session")
+router.register("processes", ProcessViewSet, basename="process")
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("api/think-engines", ThinkEngineList.as_view(), name="think-engines"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/", include(router.urls)),
+]
