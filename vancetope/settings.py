@@ -7,6 +7,7 @@ REDIS_URL switch to the distributed runtime; the code path is the same in both.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -102,8 +103,9 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
-            # Tests run with worker threads, which cannot share an in-memory database.
-            "TEST": {"NAME": str(VAR_DIR / "test-brain.sqlite3")},
+            # Tests run with worker threads, which cannot share an in-memory database; one file
+            # per test run, so runs side by side do not clobber each other.
+            "TEST": {"NAME": str(VAR_DIR / f"test-brain-{os.getpid()}.sqlite3")},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

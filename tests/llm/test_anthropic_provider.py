@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import anthropic
 import pytest
 
 from tests.support.anthropic_stub import AnthropicStubServer
-from tests.support.openai_stub import StubReply, StubToolCall
+from tests.support.openai_stub import StubReply, StubToolCall, send_event_stream
 from vancetope.llm.anthropic_provider import AnthropicProvider
 from vancetope.llm.base import LlmError, LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
 
@@ -196,6 +199,48 @@ def test_an_unreachable_server_is_an_llm_error() -> None:
     # when / then
     with pytest.raises(LlmError, match=f"cannot reach Anthropic API at {base_url}"):
         collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+class BrokenStreamServer(AnthropicStubServer):
+    """Answers every message with a stream that breaks off after the first text."""
+
+    def handle(
+        self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        # Promise more than is sent, so closing the connection is a broken stream, not its end.
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        start = {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": "partial"},
+        }
+        handler.wfile.write(f"event: content_block_start\ndata: {json.dumps(start)}\n\n".encode())
+
+
+class MalformedEventServer(AnthropicStubServer):
+    def handle(
+        self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        send_event_stream(handler, ["event: content_block_start\ndata: {not json\n\n"])
+
+
+def test_a_stream_that_breaks_off_is_an_llm_error() -> None:
+    with BrokenStreamServer() as stub:
+        provider = AnthropicProvider(api_key="k", base_url=stub.base_url, max_retries=0)
+
+        with pytest.raises(LlmError, match="broke off the stream"):
+            collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def test_a_malformed_event_is_an_llm_error() -> None:
+    with MalformedEventServer() as stub:
+        provider = AnthropicProvider(api_key="k", base_url=stub.base_url, max_retries=0)
+
+        with pytest.raises(LlmError, match="sent a malformed event"):
+            collect(provider.stream([LlmMessage(role="user", content="hi")]))
 
 
 def test_empty_turns_are_left_out(stub: AnthropicStubServer, provider: AnthropicProvider) -> None:

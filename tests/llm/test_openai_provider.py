@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageFunctionToolCall
 
-from tests.support.openai_stub import OpenAIStubServer, StubReply, StubToolCall
+from tests.support.openai_stub import (
+    OpenAIStubServer,
+    StubReply,
+    StubToolCall,
+    send_event_stream,
+)
 from vancetope.llm.base import LlmError, LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
 from vancetope.llm.openai_provider import OpenAICompatibleProvider
 
@@ -222,8 +229,52 @@ def test_an_unreachable_server_is_an_llm_error() -> None:
     provider = OpenAICompatibleProvider(base_url=base_url, max_retries=0, timeout=5)
 
     # when / then
-    with pytest.raises(LlmError, match=f"cannot reach OpenAI-compatible server at {base_url}"):
+    with pytest.raises(LlmError, match=f"connection to OpenAI-compatible server at {base_url}"):
         collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+class BrokenStreamServer(OpenAIStubServer):
+    """Answers every completion with a stream that breaks off after one chunk."""
+
+    def handle(
+        self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        # Promise more than is sent, so closing the connection is a broken stream, not its end.
+        handler.send_header("Content-Length", "100000")
+        handler.end_headers()
+        chunk = {
+            "id": "chatcmpl-broken",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "partial"}, "finish_reason": None}],
+        }
+        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+
+class MalformedEventServer(OpenAIStubServer):
+    def handle(
+        self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        send_event_stream(handler, ["data: {not json\n\n"])
+
+
+def test_a_stream_that_breaks_off_is_an_llm_error() -> None:
+    with BrokenStreamServer() as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url, max_retries=0)
+
+        with pytest.raises(LlmError, match="connection to OpenAI-compatible server"):
+            collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def test_a_malformed_event_is_an_llm_error() -> None:
+    with MalformedEventServer() as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url, max_retries=0)
+
+        with pytest.raises(LlmError, match="sent a malformed event"):
+            collect(provider.stream([LlmMessage(role="user", content="hi")]))
 
 
 def test_describe_names_the_server_and_the_model(provider: OpenAICompatibleProvider) -> None:

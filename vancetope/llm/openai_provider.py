@@ -152,8 +152,9 @@ class OpenAICompatibleProvider(LlmProvider):
                 f"within {self.timeout:g}s"
             ) from error
         except openai.APIConnectionError as error:
+            # Raised both when the server cannot be reached and when the stream breaks off.
             raise LlmError(
-                f"cannot reach OpenAI-compatible server at {self.base_url}: {error.message}"
+                f"connection to OpenAI-compatible server at {self.base_url} failed: {error.message}"
             ) from error
         except openai.OpenAIError as error:
             raise LlmError(f"OpenAI-compatible server at {self.base_url}: {error}") from error

@@ -21,6 +21,7 @@ per tool call, the words of its name and of `json.dumps(arguments)` (default sep
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -148,7 +149,9 @@ class ScriptedProvider(LlmProvider):
         calls = []
         for call in scripted:
             self._tool_call_counter += 1
-            calls.append(ToolCall(f"call_{self._tool_call_counter}", call.name, call.arguments))
+            # A copy, so a caller that changes the arguments cannot change the script.
+            arguments = copy.deepcopy(call.arguments)
+            calls.append(ToolCall(f"call_{self._tool_call_counter}", call.name, arguments))
         return calls
 
     def _emit(

@@ -1,0 +1,382 @@
+"""The WebSocket contract of PROTOCOL.md, through the real ASGI stack (auth, origin, routing)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from processes.models import PendingMessage, ThinkProcess
+from processes.states import Status
+from sessions_app.models import Session, SessionStatus
+from tests.conftest import Tenancy
+from vancetope.asgi import application
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+FINGERPRINT = {"machineId": "machine-a", "workingDir": "/home/a/project"}
+
+
+class Client:
+    """A WebSocket client speaking PROTOCOL.md frames."""
+
+    def __init__(self, communicator: WebsocketCommunicator) -> None:
+        self.ws = communicator
+        self.counter = 0
+        self.events: list[dict[str, Any]] = []
+
+    async def request(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request and return its reply (or error), collecting events meanwhile."""
+        self.counter += 1
+        request_id = f"c{self.counter}"
+        frame: dict[str, Any] = {"type": kind, "id": request_id}
+        if data is not None:
+            frame["data"] = data
+        await self.ws.send_to(text_data=json.dumps(frame))
+        return await self.reply_to(request_id)
+
+    async def reply_to(self, request_id: str) -> dict[str, Any]:
+        while True:
+            frame = json.loads(await self.ws.receive_from(timeout=10))
+            if frame.get("type") == "event":
+                self.events.append(frame)
+            elif frame.get("replyTo") == request_id:
+                return frame
+
+    async def event(self, name: str, **match: Any) -> dict[str, Any]:
+        """The first event of that name whose data contains `match` (collected or upcoming)."""
+        for frame in self.events:
+            if frame["event"] == name and match.items() <= frame["data"].items():
+                return frame
+        while True:
+            frame = json.loads(await self.ws.receive_from(timeout=10))
+            if frame.get("type") == "event":
+                self.events.append(frame)
+                if frame["event"] == name and match.items() <= frame["data"].items():
+                    return frame
+
+
+async def connect(headers: list[tuple[bytes, bytes]], path: str = "/ws/brain/") -> Client:
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    return Client(communicator)
+
+
+def bearer(tenancy: Tenancy) -> list[tuple[bytes, bytes]]:
+    return [(b"authorization", f"Bearer {tenancy.token}".encode())]
+
+
+async def open_session(client: Client, tenancy: Tenancy, **extra: Any) -> dict[str, Any]:
+    reply = await client.request(
+        "session-create",
+        {"clientType": "cli", "projectId": tenancy.project_id, "fingerprint": FINGERPRINT, **extra},
+    )
+    assert reply["type"] == "session-created", reply
+    return reply["data"]
+
+
+@database_sync_to_async
+def process_row(public_id: str) -> ThinkProcess:
+    return ThinkProcess.objects.get(pk=int(public_id.removeprefix("tp_")))
+
+
+async def test_new_user_flow_chat_list_stop_steer_and_bad_frame(alice):
+    client = await connect(bearer(alice))
+    # session-create starts the chat process
+    created = await open_session(client, alice)
+    chat_id = created["chatProcessId"]
+    assert created["session"]["status"] == "OPEN"
+    # chat "hello" streams deltas and ends with the stored reply
+    accepted = await client.request("chat", {"text": "hello"})
+    assert accepted["type"] == "chat-accepted"
+    assert accepted["data"]["processId"] == chat_id
+    reply = await client.event("chat-message", role="assistant")
+    assert reply["data"]["text"] == "echo: hello"
+    deltas = [e["data"]["text"] for e in client.events if e["event"] == "chat-delta"]
+    assert len(deltas) >= 2
+    assert "".join(deltas) == "echo: hello"
+    # the chat process is IDLE in the list
+    await client.event("process-status", processId=chat_id, status="IDLE")
+    listing = await client.request("process-list")
+    assert [(p["id"], p["status"]) for p in listing["data"]["processes"]] == [(chat_id, "IDLE")]
+    # stop, then steer → 409 and the process is unchanged
+    stopped = await client.request("process-stop", {"processId": chat_id})
+    assert stopped["type"] == "process-stopped"
+    assert stopped["data"]["process"]["status"] == "CLOSED"
+    before = await process_row(chat_id)
+    refused = await client.request("process-steer", {"processId": chat_id, "message": "more"})
+    assert refused["type"] == "error"
+    assert refused["data"]["code"] == 409
+    assert refused["data"]["message"] == f"cannot steer process {chat_id}: it is CLOSED/STOPPED"
+    after = await process_row(chat_id)
+    assert (after.status, after.close_reason, after.updated_at) == (
+        before.status,
+        before.close_reason,
+        before.updated_at,
+    )
+    # a non-JSON frame → 400, and the socket stays usable
+    await client.ws.send_to(text_data="this is not json")
+    error = json.loads(await client.ws.receive_from(timeout=5))
+    assert error["type"] == "error"
+    assert error["data"]["code"] == 400
+    assert "not JSON" in error["data"]["message"]
+    engines = await client.request("thinkengines-list")
+    assert "ford" in [engine["name"] for engine in engines["data"]["engines"]]
+    await client.ws.disconnect()
+
+
+async def test_events_carry_a_seq_that_grows_by_one(alice):
+    client = await connect(bearer(alice))
+    await open_session(client, alice)
+    await client.request("chat", {"text": "one"})
+    await client.event("chat-message", role="assistant", text="echo: one")
+    await client.request("chat", {"text": "two"})
+    await client.event("chat-message", role="assistant", text="echo: two")
+    seqs = [event["seq"] for event in client.events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    await client.ws.disconnect()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [[], [(b"authorization", b"Bearer vt_not-a-real-token")], [(b"authorization", b"Basic x")]],
+    ids=["no-token", "wrong-token", "wrong-scheme"],
+)
+async def test_socket_without_a_valid_token_is_closed_4401(alice, headers):
+    communicator = WebsocketCommunicator(application, "/ws/brain/", headers=headers)
+    connected, _ = await communicator.connect()
+    assert connected
+    closing = await communicator.receive_output(timeout=5)
+    assert closing == {"type": "websocket.close", "code": 4401}
+
+
+async def test_token_in_query_string_authenticates_browsers(alice):
+    client = await connect([], path=f"/ws/brain/?token={alice.token}")
+    engines = await client.request("thinkengines-list")
+    assert engines["type"] == "thinkengines"
+    await client.ws.disconnect()
+
+
+async def test_cross_site_origin_is_rejected(alice):
+    headers = [*bearer(alice), (b"origin", b"https://evil.example")]
+    communicator = WebsocketCommunicator(application, "/ws/brain/", headers=headers)
+    connected, _ = await communicator.connect()
+    assert not connected
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "error", "text"),
+    [
+        ({"type": "chat", "data": {}}, 400, "invalid", "data.text: Field required"),
+        ({"type": "chat", "data": {"text": "x", "mood": 1}}, 400, "invalid", "data.mood"),
+        ({"type": "warp-drive", "data": {}}, 400, "unknown-type", "unknown message type"),
+        ([1, 2, 3], 400, "bad-request", "must be a JSON object"),
+        ({"type": "process-steer", "data": {"processId": "tp_1"}}, 400, "invalid", "data.message"),
+        ({"type": "inbox-list"}, 400, "bad-request", "the inbox"),
+    ],
+)
+async def test_bad_frames_get_a_precise_error_and_the_socket_stays_open(
+    alice, frame, code, error, text
+):
+    client = await connect(bearer(alice))
+    if isinstance(frame, dict):
+        frame["id"] = "bad"
+    await client.ws.send_to(text_data=json.dumps(frame))
+    reply = json.loads(await client.ws.receive_from(timeout=5))
+    assert reply["type"] == "error"
+    assert reply["data"]["code"] == code
+    assert reply["data"]["error"] == error
+    assert text in reply["data"]["message"]
+    if isinstance(frame, dict):
+        assert reply["replyTo"] == "bad"
+    still_there = await client.request("thinkengines-list")
+    assert still_there["type"] == "thinkengines"
+    await client.ws.disconnect()
+
+
+async def test_schema_error_names_the_field(alice):
+    client = await connect(bearer(alice))
+    reply = await client.request("session-create", {"clientType": "toaster"})
+    assert reply["data"]["code"] == 400
+    assert reply["data"]["field"] == "data.clientType"
+    await client.ws.disconnect()
+
+
+async def test_oversized_frame_is_refused_with_413(alice, settings):
+    settings.VANCETOPE_MAX_FRAME_BYTES = 1000
+    client = await connect(bearer(alice))
+    await client.ws.send_to(text_data=json.dumps({"type": "chat", "data": {"text": "x" * 2000}}))
+    reply = json.loads(await client.ws.receive_from(timeout=5))
+    assert reply["data"]["code"] == 413
+    await client.ws.disconnect()
+
+
+async def test_chat_before_any_session_is_a_conflict(alice):
+    client = await connect(bearer(alice))
+    reply = await client.request("chat", {"text": "hello?"})
+    assert reply["data"]["code"] == 409
+    assert "session-create" in reply["data"]["message"]
+    await client.ws.disconnect()
+
+
+async def test_foreign_tenants_process_is_not_found_and_left_alone(alice, bob):
+    bobs = await connect(bearer(bob))
+    bob_chat = (await open_session(bobs, bob))["chatProcessId"]
+    alices = await connect(bearer(alice))
+    await open_session(alices, alice)
+    for kind, data in [
+        ("process-get", {"processId": bob_chat}),
+        ("process-stop", {"processId": bob_chat}),
+        ("process-steer", {"processId": bob_chat, "message": "hijack"}),
+    ]:
+        reply = await alices.request(kind, data)
+        assert reply["data"]["code"] == 404, (kind, reply)
+        assert reply["data"]["message"] == f"process {bob_chat} not found"
+    row = await process_row(bob_chat)
+    assert row.status == Status.IDLE
+    pending = await database_sync_to_async(PendingMessage.objects.filter(process=row).count)()
+    assert pending == 0
+    foreign_project = await alices.request(
+        "session-create", {"clientType": "cli", "projectId": bob.project_id}
+    )
+    assert foreign_project["data"]["code"] == 404
+    await alices.ws.disconnect()
+    await bobs.ws.disconnect()
+
+
+async def test_process_create_with_goal_answers_and_process_get_shows_conversation(alice):
+    client = await connect(bearer(alice))
+    await open_session(client, alice)
+    created = await client.request(
+        "process-create", {"goal": "name a planet", "thinkEngine": "ford"}
+    )
+    assert created["type"] == "process-created"
+    process = created["data"]["process"]
+    assert process["status"] == "IDLE"
+    assert process["thinkEngine"] == "ford"
+    detail = await client.request("process-get", {"processId": process["id"]})
+    contents = [m["content"] for m in detail["data"]["process"]["conversation"]]
+    assert contents == ["name a planet", "echo: name a planet"]
+    assert detail["data"]["process"]["pending"] == 0
+    recipes = await client.request("recipes-list")
+    assert "ford" in [recipe["name"] for recipe in recipes["data"]["recipes"]]
+    await client.ws.disconnect()
+
+
+async def test_pause_steer_resume_over_the_socket(alice):
+    client = await connect(bearer(alice))
+    chat_id = (await open_session(client, alice))["chatProcessId"]
+    paused = await client.request("process-pause", {"processId": chat_id})
+    assert paused["data"]["process"]["status"] == "PAUSED"
+    steered = await client.request("process-steer", {"processId": chat_id, "message": "waiting"})
+    assert steered["data"] == {"processId": chat_id, "pending": 1}
+    resumed = await client.request("process-resume", {"processId": chat_id})
+    assert resumed["type"] == "process-resumed"
+    reply = await client.event("chat-message", role="assistant")
+    assert reply["data"]["text"] == "echo: waiting"
+    await client.ws.disconnect()
+
+
+@database_sync_to_async
+def session_row(public_id: str) -> Session:
+    return Session.objects.get(pk=int(public_id.removeprefix("sess_")))
+
+
+async def disconnect_and_wait_suspended(client: Client, session_id: str) -> None:
+    await client.ws.disconnect()
+    session = await session_row(session_id)
+    assert session.status == SessionStatus.SUSPENDED
+    assert session.suspend_cause == "DISCONNECT"
+
+
+async def test_disconnect_suspends_and_identical_fingerprint_resumes_to_idle(alice):
+    first = await connect(bearer(alice))
+    created = await open_session(first, alice)
+    session_id, chat_id = created["session"]["id"], created["chatProcessId"]
+    await first.request("chat", {"text": "before"})
+    await first.event("chat-message", role="assistant")
+    last_seen = first.events[-1]["seq"]
+    await disconnect_and_wait_suspended(first, session_id)
+    assert (await process_row(chat_id)).status == Status.SUSPENDED
+    # when the same machine and directory come back
+    second = await connect(bearer(alice))
+    resumed = await second.request(
+        "session-resume",
+        {"sessionId": session_id, "fingerprint": FINGERPRINT, "sinceSeq": last_seen},
+    )
+    # then
+    assert resumed["type"] == "session-resumed"
+    assert resumed["data"]["session"]["status"] == "OPEN"
+    statuses = {p["id"]: p["status"] for p in resumed["data"]["processes"]}
+    assert statuses == {chat_id: "IDLE"}
+    missed = resumed["data"]["missed"]
+    assert [e["seq"] for e in missed] == list(range(last_seen + 1, last_seen + 1 + len(missed)))
+    assert any(
+        e["event"] == "process-status" and e["data"]["status"] == "SUSPENDED" for e in missed
+    )
+    await second.request("chat", {"text": "after"})
+    reply = await second.event("chat-message", role="assistant", text="echo: after")
+    assert reply["seq"] > missed[-1]["seq"]
+    await second.ws.disconnect()
+
+
+async def test_resume_from_another_machine_is_refused_and_the_session_stays_suspended(alice):
+    first = await connect(bearer(alice))
+    created = await open_session(first, alice)
+    session_id = created["session"]["id"]
+    await disconnect_and_wait_suspended(first, session_id)
+    # when another machine tries
+    intruder = await connect(bearer(alice))
+    refused = await intruder.request(
+        "session-resume",
+        {"sessionId": session_id, "fingerprint": {"machineId": "machine-b", "workingDir": "/x"}},
+    )
+    # then
+    assert refused["data"]["code"] == 409
+    assert refused["data"]["error"] == "fingerprint-mismatch"
+    assert (await session_row(session_id)).status == SessionStatus.SUSPENDED
+    await intruder.ws.disconnect()
+    # and the original client can still resume it
+    original = await connect(bearer(alice))
+    resumed = await original.request(
+        "session-resume", {"sessionId": session_id, "fingerprint": FINGERPRINT}
+    )
+    assert resumed["type"] == "session-resumed"
+    await original.ws.disconnect()
+
+
+async def test_resume_from_another_directory_leaves_processes_suspended_with_drift(alice):
+    first = await connect(bearer(alice))
+    created = await open_session(first, alice)
+    session_id, chat_id = created["session"]["id"], created["chatProcessId"]
+    await disconnect_and_wait_suspended(first, session_id)
+    second = await connect(bearer(alice))
+    moved = {"machineId": "machine-a", "workingDir": "/home/a/elsewhere"}
+    resumed = await second.request(
+        "session-resume", {"sessionId": session_id, "fingerprint": moved}
+    )
+    assert resumed["data"]["session"]["status"] == "OPEN"
+    [process] = resumed["data"]["processes"]
+    assert (process["status"], process["contextDrift"]) == ("SUSPENDED", True)
+    # the user decides: resume at their own risk clears the flag
+    decided = await second.request("process-resume", {"processId": chat_id})
+    assert decided["data"]["process"]["status"] == "IDLE"
+    assert decided["data"]["process"]["contextDrift"] is False
+    await second.ws.disconnect()
+
+
+async def test_session_close_stops_all_processes(alice):
+    client = await connect(bearer(alice))
+    created = await open_session(client, alice)
+    worker = await client.request("process-create", {"goal": "x", "thinkEngine": "ford"})
+    closed = await client.request("session-close")
+    assert closed["type"] == "session-closed"
+    assert closed["data"]["session"]["status"] == "CLOSED"
+    for public_id in (created["chatProcessId"], worker["data"]["process"]["id"]):
+        row = await process_row(public_id)
+        assert (row.status, row.close_reason) == ("CLOSED", "STOPPED")
+    await client.ws.disconnect()
