@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from processes import services
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
@@ -129,3 +131,15 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         lifecycle_action(services.stop_process, "stop"),
         lifecycle_action(services.reset_process, "reset"),
     ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # processes are spawned by sessions (services.create_process), never by hand
+
+    def save_model(
+        self, request: HttpRequest, obj: ThinkProcess, form: forms.ModelForm[ThinkProcess], change: bool
+    ) -> None:
+        # Write only what the operator edited: a lane may commit a turn meanwhile, and a full
+        # save would write back the status, lease and counters read at the start of the request.
+        if form.changed_data:
+            obj.updated_at = timezone.now()
+            obj.save(update_fields=[*form.changed_data, "updated_at"])

@@ -12,7 +12,7 @@ from processes import services
 from processes.presenters import process_data, process_detail
 from processes.states import Status
 from vancetope.api import paginated
-from vancetope.errors import BadRequest
+from vancetope.errors import BadRequest, NotFound
 from vancetope.ids import parse_public_id
 
 
@@ -25,6 +25,7 @@ class ProcessViewSet(viewsets.ViewSet):
     lookup_value_regex = r"[^/]+"
 
     @extend_schema(
+        operation_id="processes_list",
         parameters=[
             OpenApiParameter("session", str, description="sess_… id"),
             OpenApiParameter("status", str, enum=Status.values),
@@ -36,7 +37,13 @@ class ProcessViewSet(viewsets.ViewSet):
         rows = services.visible_processes(request.user)
         params = request.query_params
         if "session" in params:
-            rows = rows.filter(session_id=parse_public_id("sess", params["session"], "session"))
+            try:
+                session_pk = parse_public_id("sess", params["session"], "session")
+            except NotFound as exc:
+                raise BadRequest(
+                    f"session must be a session id like sess_12, not {params['session']!r}"
+                ) from exc
+            rows = rows.filter(session_id=session_pk)
         if "status" in params:
             if params["status"] not in Status.values:
                 raise BadRequest(f"status must be one of {', '.join(Status.values)}")
@@ -52,6 +59,8 @@ class ProcessViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, process_id: str) -> Response:
         process = self._process(request, process_id)
         limit = request.query_params.get("messages")
+        if limit is not None and not (limit.isascii() and limit.isdigit()):
+            raise BadRequest(f"messages must be a whole number >= 0, not {limit!r}")
         return Response(process_detail(process, messages_limit=int(limit) if limit else None))
 
     def _process(self, request: Request, process_id: str):  # type: ignore[no-untyped-def]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -77,7 +77,14 @@ class RecipeViewSet(viewsets.ViewSet):
             rows = rows.filter(engine=request.query_params["engine"])
         return rows.order_by("name", "scope", "pk")
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(
+        operation_id="recipes_list",
+        parameters=[
+            OpenApiParameter("scope", str, enum=RecipeScope.values),
+            OpenApiParameter("engine", str, description="think engine name"),
+        ],
+        responses={200: dict},
+    )
     def list(self, request: Request) -> Response:
         return paginated(request, self, self._rows(request), recipe_data)
 
@@ -112,6 +119,13 @@ class RecipeViewSet(viewsets.ViewSet):
         self._apply(recipe, data)
         return Response(recipe_data(recipe))
 
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("scope", str, enum=[RecipeScope.TENANT, RecipeScope.PROJECT]),
+            OpenApiParameter("projectId", str, required=True, description="proj_… id"),
+        ],
+        responses={204: None},
+    )
     def destroy(self, request: Request, name: str) -> Response:
         scope = request.query_params.get("scope", RecipeScope.PROJECT)
         data = {"scope": scope, "projectId": request.query_params.get("projectId")}

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from processes.models import ThinkProcess
 from sessions_app.models import Session, SessionEvent
@@ -45,5 +47,32 @@ class SessionAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "system", "client_type", "is_human", "on_disconnect", "project"]
     search_fields = ["owner__username", "machine_id", "working_dir"]
-    readonly_fields = ["last_seq", "created_at", "updated_at", "closed_at", "chat_process"]
+    # Owner, identity, status and activity change only through sessions_app.services (which
+    # cascade to the processes); the operator may tune the policies and the fingerprint.
+    readonly_fields = [
+        "owner",
+        "project",
+        "client_type",
+        "is_human",
+        "system",
+        "status",
+        "suspend_cause",
+        "last_seq",
+        "last_activity_at",
+        "created_at",
+        "updated_at",
+        "closed_at",
+        "chat_process",
+    ]
     inlines = [ProcessInline, RecentEventInline]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # every session is opened by a client through services.create_session
+
+    def save_model(
+        self, request: HttpRequest, obj: Session, form: forms.ModelForm[Session], change: bool
+    ) -> None:
+        # Write only what the operator edited: events are numbered from last_seq while the
+        # session runs, and a full save would write back the value read earlier.
+        if form.changed_data:
+            obj.save(update_fields=[*form.changed_data, "updated_at"])

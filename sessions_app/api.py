@@ -14,12 +14,16 @@ from vancetope.api import paginated
 from vancetope.errors import BadRequest
 from vancetope.ids import parse_public_id
 
+TRUE_WORDS = {"1", "true", "yes"}
+FALSE_WORDS = {"0", "false", "no"}
+
 
 class SessionViewSet(viewsets.ViewSet):
     lookup_field = "session_id"
     lookup_value_regex = r"[^/]+"
 
     @extend_schema(
+        operation_id="sessions_list",
         parameters=[
             OpenApiParameter("status", str, enum=SessionStatus.values),
             OpenApiParameter("clientType", str, enum=ClientType.values),
@@ -35,9 +39,14 @@ class SessionViewSet(viewsets.ViewSet):
                 raise BadRequest(f"status must be one of {', '.join(SessionStatus.values)}")
             rows = rows.filter(status=params["status"])
         if "clientType" in params:
+            if params["clientType"] not in ClientType.values:
+                raise BadRequest(f"clientType must be one of {', '.join(ClientType.values)}")
             rows = rows.filter(client_type=params["clientType"])
         if "system" in params:
-            rows = rows.filter(system=params["system"].lower() in {"1", "true", "yes"})
+            system = params["system"].lower()
+            if system not in TRUE_WORDS | FALSE_WORDS:
+                raise BadRequest(f"system must be true or false, not {params['system']!r}")
+            rows = rows.filter(system=system in TRUE_WORDS)
         return paginated(request, self, rows.order_by("-pk"), session_data)
 
     @extend_schema(responses={200: dict})

@@ -140,6 +140,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Longer than the longest turn we expect, so Redis does not redeliver a task still running.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
+# Named per deployment, so two Brains sharing one Redis never take each other's tasks.
+CELERY_TASK_DEFAULT_QUEUE = env_str("VANCETOPE_TASK_QUEUE", "vancetope")
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 

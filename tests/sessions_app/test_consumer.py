@@ -46,16 +46,33 @@ class Client:
             elif frame.get("replyTo") == request_id:
                 return frame
 
-    async def event(self, name: str, **match: Any) -> dict[str, Any]:
-        """The first event of that name whose data contains `match` (collected or upcoming)."""
+    async def next_reply(self) -> dict[str, Any]:
+        """The next frame that is not an event (for frames sent without an id)."""
+        while True:
+            frame = json.loads(await self.ws.receive_from(timeout=10))
+            if frame.get("type") != "event":
+                return frame
+            self.events.append(frame)
+
+    async def event(self, name: str, after: int = 0, **match: Any) -> dict[str, Any]:
+        """The first event of that name after seq `after` whose data contains `match`
+        (already collected or still to come)."""
+
+        def wanted(frame: dict[str, Any]) -> bool:
+            return (
+                frame["event"] == name
+                and frame["seq"] > after
+                and match.items() <= frame["data"].items()
+            )
+
         for frame in self.events:
-            if frame["event"] == name and match.items() <= frame["data"].items():
+            if wanted(frame):
                 return frame
         while True:
             frame = json.loads(await self.ws.receive_from(timeout=10))
             if frame.get("type") == "event":
                 self.events.append(frame)
-                if frame["event"] == name and match.items() <= frame["data"].items():
+                if wanted(frame):
                     return frame
 
 
@@ -100,7 +117,7 @@ async def test_new_user_flow_chat_list_stop_steer_and_bad_frame(alice):
     assert len(deltas) >= 2
     assert "".join(deltas) == "echo: hello"
     # the chat process is IDLE in the list
-    await client.event("process-status", processId=chat_id, status="IDLE")
+    await client.event("process-status", after=reply["seq"], processId=chat_id, status="IDLE")
     listing = await client.request("process-list")
     assert [(p["id"], p["status"]) for p in listing["data"]["processes"]] == [(chat_id, "IDLE")]
     # stop, then steer → 409 and the process is unchanged
@@ -120,7 +137,7 @@ async def test_new_user_flow_chat_list_stop_steer_and_bad_frame(alice):
     )
     # a non-JSON frame → 400, and the socket stays usable
     await client.ws.send_to(text_data="this is not json")
-    error = json.loads(await client.ws.receive_from(timeout=5))
+    error = await client.next_reply()
     assert error["type"] == "error"
     assert error["data"]["code"] == 400
     assert "not JSON" in error["data"]["message"]
@@ -186,7 +203,7 @@ async def test_bad_frames_get_a_precise_error_and_the_socket_stays_open(
     if isinstance(frame, dict):
         frame["id"] = "bad"
     await client.ws.send_to(text_data=json.dumps(frame))
-    reply = json.loads(await client.ws.receive_from(timeout=5))
+    reply = await client.next_reply()
     assert reply["type"] == "error"
     assert reply["data"]["code"] == code
     assert reply["data"]["error"] == error
@@ -210,7 +227,7 @@ async def test_oversized_frame_is_refused_with_413(alice, settings):
     settings.VANCETOPE_MAX_FRAME_BYTES = 1000
     client = await connect(bearer(alice))
     await client.ws.send_to(text_data=json.dumps({"type": "chat", "data": {"text": "x" * 2000}}))
-    reply = json.loads(await client.ws.receive_from(timeout=5))
+    reply = await client.next_reply()
     assert reply["data"]["code"] == 413
     await client.ws.disconnect()
 

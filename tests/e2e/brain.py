@@ -1,0 +1,141 @@
+"""Run a real Brain (and, for the distributed runtime, a real Celery worker) as OS processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
+
+ROOT = Path(__file__).resolve().parents[2]
+# Variables of the test run that must not leak into a Brain started for a test.
+RUNTIME_VARIABLES = ("DATABASE_URL", "REDIS_URL", "VANCETOPE_WORKER", "DJANGO_SETTINGS_MODULE")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def brain_env(var_dir: Path, **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in RUNTIME_VARIABLES}
+    env.update(VANCETOPE_VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **extra)
+    return env
+
+
+def bootstrap(env: dict[str, str]) -> str:
+    token_file = Path(env["VANCETOPE_VAR_DIR"]) / "token"
+    subprocess.run(
+        [sys.executable, "manage.py", "bootstrap", "--token-file", str(token_file)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return token_file.read_text().strip()
+
+
+class Service:
+    """An OS process with its output in a log file, stopped with SIGTERM."""
+
+    def __init__(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        self.log_path = Path(env["VANCETOPE_VAR_DIR"]) / f"{name}.log"
+        self._log = self.log_path.open("ab")
+        self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=self._log)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, timeout: float = 40) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self._log.close()
+        return self.process.returncode
+
+
+class Brain(Service):
+    def __init__(self, env: dict[str, str], port: int) -> None:
+        self.port = port
+        args = [sys.executable, "manage.py", "brain", "--port", str(port)]
+        super().__init__("brain", args, env)
+        self.wait_healthy()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def wait_healthy(self, timeout: float = 90) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"Brain exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as response:
+                    return dict(json.load(response))
+            except OSError:
+                time.sleep(0.2)
+        raise AssertionError(f"Brain not healthy within {timeout}s:\n{self.log()}")
+
+    def get(self, path: str, token: str) -> Any:
+        request = urllib.request.Request(
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.load(response)
+
+    def socket(self, token: str) -> BrainSocket:
+        ws = connect(
+            f"ws://127.0.0.1:{self.port}/ws/brain/",
+            additional_headers={"Authorization": f"Bearer {token}"},
+            open_timeout=10,
+        )
+        return BrainSocket(ws)
+
+
+class BrainSocket:
+    """A synchronous PROTOCOL.md client over a real WebSocket."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.counter = 0
+        self.events: list[dict[str, Any]] = []
+
+    def request(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
+        self.counter += 1
+        request_id = f"r{self.counter}"
+        self.ws.send(json.dumps({"type": kind, "id": request_id, "data": data or {}}))
+        while True:
+            frame = json.loads(self.ws.recv(timeout=20))
+            if frame.get("type") == "event":
+                self.events.append(frame)
+            elif frame.get("replyTo") == request_id:
+                return dict(frame)
+
+    def event(self, name: str, **match: Any) -> dict[str, Any]:
+        for frame in self.events:
+            if frame["event"] == name and match.items() <= frame["data"].items():
+                return frame
+        while True:
+            frame = json.loads(self.ws.recv(timeout=20))
+            if frame.get("type") == "event":
+                self.events.append(frame)
+                if frame["event"] == name and match.items() <= frame["data"].items():
+                    return dict(frame)
+
+    def close(self) -> None:
+        self.ws.close()

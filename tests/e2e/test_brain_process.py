@@ -1,0 +1,134 @@
+"""The Brain as a user runs it: `manage.py brain` in its own OS process, real sockets."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.e2e.brain import Brain, Service, bootstrap, brain_env, free_port
+from tests.support.openai_stub import OpenAIStubServer
+
+FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
+
+
+def test_chat_through_the_real_openai_client_survives_a_restart(tmp_path: Path):
+    with OpenAIStubServer() as stub:
+        env = brain_env(tmp_path, VANCETOPE_LLM="openai", OPENAI_BASE_URL=stub.base_url)
+        token = bootstrap(env)
+        port = free_port()
+        brain = Brain(env, port)
+        try:
+            assert "LLM: openai-compatible" in brain.log()
+            client = brain.socket(token)
+            created = client.request(
+                "session-create",
+                {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+            )
+            session_id = created["data"]["session"]["id"]
+            chat_id = created["data"]["chatProcessId"]
+            client.request("chat", {"text": "hello"})
+            reply = client.event("chat-message", role="assistant")
+            assert reply["data"]["text"] == "echo: hello"
+            deltas = [e for e in client.events if e["event"] == "chat-delta"]
+            assert len(deltas) >= 2
+            # the real openai client streamed from the stub
+            sent = stub.requests[-1]
+            assert sent["stream"] is True
+            assert sent["messages"][-1] == {"role": "user", "content": "hello"}
+            client.close()
+        finally:
+            code = brain.stop()
+        assert code == 0, brain.log()
+        assert "Brain stopped." in brain.log()
+
+        # after a restart the process and its conversation are intact
+        brain = Brain(env, port)
+        try:
+            detail = brain.get(f"/api/processes/{chat_id}", token)
+            contents = [(m["role"], m["content"]) for m in detail["conversation"]]
+            assert contents == [("user", "hello"), ("assistant", "echo: hello")]
+            assert detail["status"] == "SUSPENDED"
+            # and the same client resumes its session and chats on
+            client = brain.socket(token)
+            resumed = client.request(
+                "session-resume", {"sessionId": session_id, "fingerprint": FINGERPRINT}
+            )
+            assert resumed["type"] == "session-resumed", resumed
+            assert [p["status"] for p in resumed["data"]["processes"]] == ["IDLE"]
+            client.request("chat", {"text": "again"})
+            assert client.event("chat-message", role="assistant")["data"]["text"] == "echo: again"
+            client.close()
+        finally:
+            assert brain.stop() == 0, brain.log()
+
+
+needs_services = pytest.mark.skipif(
+    not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")),
+    reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL (.ci/run does)",
+)
+
+
+@pytest.fixture
+def scratch_database():
+    """A throwaway PostgreSQL database on the DATABASE_URL server, dropped afterwards."""
+    url = os.environ["DATABASE_URL"]
+    name = f"vt_e2e_{uuid.uuid4().hex[:10]}"
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield url.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@needs_services
+def test_distributed_brain_with_a_separate_celery_worker_answers_chat(tmp_path, scratch_database):
+    queue = f"vt-e2e-{uuid.uuid4().hex[:8]}"
+    env = brain_env(
+        tmp_path,
+        DATABASE_URL=scratch_database,
+        REDIS_URL=os.environ["REDIS_URL"],
+        VANCETOPE_TASK_QUEUE=queue,
+        VANCETOPE_CHANNEL_PREFIX=queue,
+    )
+    token = bootstrap(env)
+    worker = Service(
+        "worker",
+        [
+            str(Path(os.sys.executable).with_name("celery")),
+            "-A",
+            "vancetope",
+            "worker",
+            "--pool",
+            "threads",
+            "--concurrency",
+            "2",
+            "--queues",
+            queue,
+            "--loglevel",
+            "INFO",
+        ],
+        env,
+    )
+    brain = Brain(env, free_port())
+    try:
+        health = brain.wait_healthy()
+        assert health["checks"]["broker"]["detail"] == "redis"
+        assert "runtime: distributed" in brain.log()
+        client = brain.socket(token)
+        client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        client.request("chat", {"text": "over redis"})
+        reply = client.event("chat-message", role="assistant")
+        assert reply["data"]["text"] == "echo: over redis"
+        client.close()
+    finally:
+        brain.stop()
+        worker.stop()
+    assert "processes.drive_lane" in worker.log(), worker.log()
