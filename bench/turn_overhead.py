@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -243,8 +244,12 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
                 raise TurnFailed(f"turn {turn}: unexpected reply {frame['data']['text']!r}")
             if turn >= args.warmup:
                 samples.append(elapsed)
-    finally:
-        await communicator.disconnect(timeout=args.turn_timeout)
+    except BaseException:
+        # Leave with the original error, not with one from closing a broken socket.
+        with contextlib.suppress(Exception):
+            await communicator.disconnect(timeout=args.turn_timeout)
+        raise
+    await communicator.disconnect(timeout=args.turn_timeout)
     return samples
 
 
@@ -440,9 +445,10 @@ def run_child(runtime: str, path: str, args: argparse.Namespace) -> dict[str, An
         except subprocess.TimeoutExpired:
             return {"runtime": runtime, "path": path, "error": f">{args.child_timeout}s"}
         if done.returncode != 0 or not result_file.exists():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-8:]
+            tail = (done.stderr or done.stdout or "(no output)").strip().splitlines()[-12:]
             print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
-            return {"runtime": runtime, "path": path, "error": f"exit {done.returncode}"}
+            reason = tail[-1].strip()[:100] if tail else ""
+            return {"runtime": runtime, "path": path, "error": f"exit {done.returncode}: {reason}"}
         result: dict[str, Any] = json.loads(result_file.read_text())
         return result
 

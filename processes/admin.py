@@ -102,6 +102,9 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "session__system",
     ]
     search_fields = ["goal", "recipe_name"]
+    # The engine owns engine_state (task tree, strategy state) and the lifecycle service owns
+    # status and drift (the user decides about drift with resume, stop or reset): shown, not
+    # edited. The operator may correct the goal and the spawn params.
     readonly_fields = [
         "session",
         "parent",
@@ -109,8 +112,10 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "engine_version",
         "recipe_name",
         "recipe_snapshot",
+        "engine_state",
         "status",
         "close_reason",
+        "context_drift",
         "interrupt",
         "interrupt_at",
         "next_pending_seq",
@@ -132,11 +137,15 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         lifecycle_action(services.reset_process, "reset"),
     ]
 
-    def _unused_has_add(self, request: HttpRequest) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # processes are spawned by sessions (services.create_process), never by hand
 
-    def _unused_save_model(
-        self, request: HttpRequest, obj: ThinkProcess, form: forms.ModelForm[ThinkProcess], change: bool
+    def save_model(
+        self,
+        request: HttpRequest,
+        obj: ThinkProcess,
+        form: forms.ModelForm[ThinkProcess],
+        change: bool,
     ) -> None:
         # Write only what the operator edited: a lane may commit a turn meanwhile, and a full
         # save would write back the status, lease and counters read at the start of the request.

@@ -6,10 +6,12 @@ a socket that sees a gap can always fill it from the database (see the consumer)
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
+import threading
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
@@ -24,24 +26,73 @@ def group_name(session_id: int) -> str:
 
 
 def record_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
-    with transaction.atomic():
+    # Inside a turn's commit this joins the outer transaction (no savepoint per event).
+    with transaction.atomic(savepoint=False):
         Session.objects.filter(pk=session_id).update(last_seq=F("last_seq") + 1)
         seq = Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).get()
         return SessionEvent.objects.create(session_id=session_id, seq=seq, event=event, data=data)
 
 
+class EventPusher:
+    """One thread with its own event loop that sends frames to the channel layer, in the order
+    they were handed over.
+
+    Lanes and services run in plain threads. Pushing from them with async_to_sync would build a
+    new event loop (and, with Redis, new connections) for every event, and from a thread that
+    serves the ASGI loop it would wait on that loop, which hangs once the server stops. Here the
+    caller never waits: the event is already stored, and a socket that misses a push fills the
+    gap from the database.
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._loop = asyncio.new_event_loop()
+        self._queue: asyncio.Queue[tuple[int, dict[str, Any]]] | None = None
+        ready = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, args=(ready,), name="event-pusher", daemon=True
+        )
+        self._thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._queue = asyncio.Queue()
+        self._loop.create_task(self._send_in_order(self._queue))
+        ready.set()
+        self._loop.run_forever()
+
+    async def _send_in_order(self, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
+        while True:
+            session_id, frame = await queue.get()
+            layer = get_channel_layer()
+            if layer is None:
+                continue
+            try:
+                await layer.group_send(
+                    group_name(session_id), {"type": "session.event", "frame": frame}
+                )
+            except Exception:
+                log.exception("could not push event %s to session %s", frame["seq"], session_id)
+
+    def push(self, session_id: int, frame: dict[str, Any]) -> None:
+        assert self._queue is not None
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, frame))
+
+
+_pusher: EventPusher | None = None
+_pusher_lock = threading.Lock()
+
+
 def push_frame(session_id: int, frame: dict[str, Any]) -> None:
     """Hand a frame to every socket bound to the session (none bound is fine: it is stored)."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
-        async_to_sync(layer.group_send)(
-            group_name(session_id), {"type": "session.event", "frame": frame}
-        )
-    except Exception:
-        # The event is stored; a client that missed the push replays it by seq.
-        log.exception("could not push event to session %s", session_id)
+    global _pusher
+    with _pusher_lock:
+        # A forked worker process does not inherit the parent's pusher thread.
+        if _pusher is None or _pusher.pid != os.getpid():
+            _pusher = EventPusher()
+        pusher = _pusher
+    pusher.push(session_id, frame)
 
 
 def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:

@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from vancetope.errors import BrainError
 
+
 class ApiTokenScheme(OpenApiAuthenticationExtension):
     """Describes the API token in the OpenAPI document, so /api/docs/ can send it."""
 
@@ -66,14 +67,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     )
     body: dict[str, Any] = {"code": code, "error": error}
     data = response.data
-    if isinstance(exc, ValidationError):
-        fields = data if isinstance(data, dict) else {"": data}
+    if isinstance(exc, ValidationError) and isinstance(data, dict):
         body["message"] = "; ".join(
-            f"{name}: {text}" if name else text
-            for name, problem in fields.items()
-            for text in _texts(problem)
+            f"{name}: {text}" for name, problem in data.items() for text in _texts(problem)
         )
-        body["fields"] = fields
+        body["fields"] = data
     else:
         detail = data.get("detail", data) if isinstance(data, dict) else data
         body["message"] = "; ".join(_texts(detail)) or error

@@ -135,15 +135,15 @@ def test_a_recipe_is_changed_with_put(alice):
 def test_put_with_another_name_in_the_body_is_a_400(alice):
     api = alice.api()
     api.post("/api/recipes", recipe_body(alice), format="json")
-    response = api.put("/api/recipes/frankie-coding", recipe_body(alice, name="other"), format="json")
+    response = api.put(
+        "/api/recipes/frankie-coding", recipe_body(alice, name="other"), format="json"
+    )
     assert response.status_code == 400
     assert response.json()["message"] == "the name in the body must match the URL"
 
 
 def test_put_of_a_recipe_that_does_not_exist_is_a_404(alice):
-    response = alice.api().put(
-        "/api/recipes/frankie-coding", recipe_body(alice), format="json"
-    )
+    response = alice.api().put("/api/recipes/frankie-coding", recipe_body(alice), format="json")
     assert response.status_code == 404
     assert not Recipe.objects.filter(name="frankie-coding").exists()
 
@@ -184,7 +184,9 @@ def test_bundled_recipes_cannot_be_changed_or_deleted(alice):
         "/api/recipes/ford", recipe_body(alice, name="ford", scope="bundled"), format="json"
     )
     delete = api.delete(f"/api/recipes/ford?scope=bundled&projectId={alice.project_id}")
-    create = api.post("/api/recipes", recipe_body(alice, name="ford", scope="bundled"), format="json")
+    create = api.post(
+        "/api/recipes", recipe_body(alice, name="ford", scope="bundled"), format="json"
+    )
     # then
     assert put.status_code == 400
     assert "scope" in put.json()["fields"]
