@@ -1,4 +1,4 @@
-"""REST: /api/think-engines — the registry."""
+"""REST: /api/think-engines — the registry, paginated like every list."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from engines.registry import all_engines
+from vancetope.api import paginated
 
 
 class ThinkEngineList(APIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(operation_id="think_engines_list", responses={200: dict})
     def get(self, request: Request) -> Response:
-        return Response({"engines": [engine.describe() for engine in all_engines()]})
+        return paginated(request, self, all_engines(), lambda engine: engine.describe())

@@ -16,8 +16,15 @@ from vancetope.errors import BrainError
 class PendingInline(admin.TabularInline):
     model = PendingMessage
     extra = 0
-    fields = ["seq", "kind", "payload", "consumed", "consumed_at", "consumed_fence", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "seq",
+        "kind",
+        "payload",
+        "consumed",
+        "consumed_at",
+        "consumed_fence",
+        "created_at",
+    )
     can_delete = False
     ordering = ["seq"]
 
@@ -25,8 +32,13 @@ class PendingInline(admin.TabularInline):
 class ConversationInline(admin.TabularInline):
     model = ConversationMessage
     extra = 0
-    fields = ["index", "role", "content", "tool_calls", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "index",
+        "role",
+        "content",
+        "tool_calls",
+        "created_at",
+    )
     can_delete = False
     ordering = ["index"]
 
@@ -34,8 +46,14 @@ class ConversationInline(admin.TabularInline):
 class TransitionInline(admin.TabularInline):
     model = ProcessTransition
     extra = 0
-    fields = ["at", "call", "from_status", "to_status", "close_reason", "detail"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "at",
+        "call",
+        "from_status",
+        "to_status",
+        "close_reason",
+        "detail",
+    )
     can_delete = False
 
 

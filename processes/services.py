@@ -165,9 +165,19 @@ def _load(process_id: int) -> ThinkProcess:
     return process
 
 
+def _check_session_allows(process: ThinkProcess, call: Call) -> None:
+    """A closed session's processes stay closed: only stop (a no-op there) gets through."""
+    if call is not Call.STOP and process.session.status == SessionStatus.CLOSED:
+        raise Conflict(
+            f"cannot {call.value} process {process.public_id}: "
+            f"its session {process.session.public_id} is CLOSED"
+        )
+
+
 def _lifecycle(process_id: int, call: Call) -> ThinkProcess:
     process = _load(process_id)
     check_call(call, process.status, process.close_reason, label=process.public_id)
+    _check_session_allows(process, call)
     if call is not Call.STOP and expire_if_stale(process):
         raise Conflict(
             f"process {process.public_id} is CLOSED/STALE: engine {process.think_engine} "
@@ -238,10 +248,16 @@ class Steered:
 def steer_process(process_id: int, text: str, kind: PendingKind = PendingKind.STEER) -> Steered:
     """Append a pending message; wake the lane unless the process waits for resume."""
     with transaction.atomic():
-        process = ThinkProcess.objects.select_for_update().filter(pk=process_id).first()
+        process = (
+            ThinkProcess.objects.select_for_update(of=("self",))
+            .select_related("session")
+            .filter(pk=process_id)
+            .first()
+        )
         if process is None:
             raise NotFound(f"process tp_{process_id} not found")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
+        _check_session_allows(process, Call.STEER)
         seq = process.next_pending_seq
         ThinkProcess.objects.filter(pk=process_id).update(
             next_pending_seq=F("next_pending_seq") + 1

@@ -32,8 +32,8 @@ def recipe_data(recipe: Recipe) -> dict[str, Any]:
         "category": recipe.category,
         "roles": recipe.roles,
         "scope": recipe.scope,
-        "tenant": recipe.tenant.slug if recipe.tenant_id else None,
-        "projectId": recipe.project.public_id if recipe.project_id else None,
+        "tenant": recipe.tenant.slug if recipe.tenant else None,
+        "projectId": recipe.project.public_id if recipe.project else None,
     }
 
 
@@ -149,7 +149,9 @@ class RecipeViewSet(viewsets.ViewSet):
         project = get_visible_project(request.user, data["projectId"])
         if data["scope"] == RecipeScope.PROJECT:
             return {"scope": RecipeScope.PROJECT, "project": project, "tenant": project.tenant}
-        is_admin = project.tenant.memberships.filter(user=request.user, role=Role.ADMIN).exists()
+        is_admin = project.tenant.memberships.filter(
+            user_id=int(request.user.pk or 0), role=Role.ADMIN
+        ).exists()
         if not is_admin:
             raise Forbidden("only tenant admins change tenant recipes")
         return {"scope": RecipeScope.TENANT, "tenant": project.tenant, "project": None}

@@ -12,8 +12,14 @@ class ProcessInline(admin.TabularInline):
     model = ThinkProcess
     fk_name = "session"
     extra = 0
-    fields = ["think_engine", "recipe_name", "status", "close_reason", "goal", "updated_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "think_engine",
+        "recipe_name",
+        "status",
+        "close_reason",
+        "goal",
+        "updated_at",
+    )
     show_change_link = True
     can_delete = False
 
@@ -21,8 +27,12 @@ class ProcessInline(admin.TabularInline):
 class RecentEventInline(admin.TabularInline):
     model = SessionEvent
     extra = 0
-    fields = ["seq", "event", "data", "created_at"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "seq",
+        "event",
+        "data",
+        "created_at",
+    )
     can_delete = False
     ordering = ["-seq"]
     max_num = 0

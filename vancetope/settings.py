@@ -94,7 +94,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "brain.sqlite3",
+            "NAME": str(VAR_DIR / "brain.sqlite3"),
             # Worker threads and the ASGI server write concurrently: WAL lets readers run beside
             # one writer, IMMEDIATE takes the write lock up front (no upgrade deadlocks), and the
             # timeout makes a writer wait for the lock instead of failing.

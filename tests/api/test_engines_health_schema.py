@@ -18,7 +18,7 @@ def test_think_engines_lists_ford_with_its_description(alice):
     response = alice.api().get("/api/think-engines")
     # then
     assert response.status_code == 200
-    engines = {engine["name"]: engine for engine in response.json()["engines"]}
+    engines = {engine["name"]: engine for engine in response.json()["results"]}
     ford = engines["ford"]
     assert set(ford) == {
         "name",

@@ -12,7 +12,7 @@ from processes import lanes, services
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
-from sessions_app.services import FingerprintData, create_session
+from sessions_app.services import FingerprintData, close_session, create_session
 from tests.conftest import Tenancy, wait_until
 from vancetope.errors import Conflict, NotFound
 
@@ -310,3 +310,16 @@ def test_unknown_recipe_or_engine_is_a_clear_404(alice):
         services.create_process(session, goal="x", engine="marvin-9")
     with pytest.raises(NotFound, match="recipe 'nope'"):
         services.create_process(session, goal="x", recipe="nope")
+
+
+def test_processes_of_a_closed_session_cannot_run_again(alice):
+    # given a closed session (its processes are stopped)
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    close_session(session.pk)
+    # when reset would make the process INIT again, it is refused
+    with pytest.raises(Conflict, match=f"its session sess_{session.pk} is CLOSED"):
+        services.reset_process(chat_id)
+    process = ThinkProcess.objects.get(pk=chat_id)
+    assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STOPPED)
+    assert not PendingMessage.objects.filter(process_id=chat_id).exists()

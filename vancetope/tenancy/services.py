@@ -34,7 +34,7 @@ def authenticate_token(raw: str) -> AbstractBaseUser | None:
 def visible_tenants(user: AnyUser) -> QuerySet[Tenant]:
     if not user.is_authenticated:
         return Tenant.objects.none()
-    return Tenant.objects.filter(memberships__user=user).distinct()
+    return Tenant.objects.filter(memberships__user_id=user.pk).distinct()
 
 
 def visible_projects(user: AnyUser) -> QuerySet[Project]:
@@ -42,8 +42,8 @@ def visible_projects(user: AnyUser) -> QuerySet[Project]:
     if not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(
-        Q(memberships__user=user)
-        | Q(tenant__memberships__user=user, tenant__memberships__role=Role.ADMIN)
+        Q(memberships__user_id=user.pk)
+        | Q(tenant__memberships__user_id=user.pk, tenant__memberships__role=Role.ADMIN)
     ).distinct()
 
 

@@ -72,7 +72,7 @@ class Command(BaseCommand):
 
     def _banner(self, host: str, port: int, embedded: bool, report: Any) -> None:
         runtime = "embedded (in-process worker and scheduler)" if embedded else "distributed"
-        layer = settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1]
+        layer = str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).rsplit(".", 1)[-1]
         lines = [
             f"Vancetope Brain on http://{host}:{port}/  (WebSocket ws://{host}:{port}/ws/brain/)",
             f"  runtime: {runtime}",
