@@ -9,6 +9,7 @@ every write a lane holder makes is conditional on its fence, so a worker that lo
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -18,13 +19,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
 
 HOSTNAME = socket.gethostname()
+log = logging.getLogger(__name__)
 
 
 class LeaseLost(Exception):
@@ -108,10 +110,41 @@ def heartbeat(lease: Lease) -> None:
     lease.expires_at = expires
 
 
-def heartbeat_due(lease: Lease) -> bool:
-    remaining = (lease.expires_at - timezone.now()).total_seconds()
-    return remaining < lease_seconds() * 2 / 3
-
-
 def release(lease: Lease) -> None:
     lease.fenced().update(lease_owner="", lease_expires_at=None)
+
+
+class LeaseKeeper:
+    """Heartbeats a held lease from a side thread, so a long LLM call that streams nothing
+    keeps its lane; if the lease is lost, `lost` is set and the holder stops at its next
+    boundary (its writes would be refused by the fence anyway)."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+        self.lost = threading.Event()
+        self._done = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"lease-tp_{lease.process_id}", daemon=True
+        )
+
+    def __enter__(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            while not self._done.wait(lease_seconds() / 3):
+                try:
+                    heartbeat(self.lease)
+                except LeaseLost:
+                    self.lost.set()
+                    return
+                except Exception:
+                    # A database hiccup: try again next beat; the lease outlives a few misses.
+                    log.exception("heartbeat of tp_%s failed", self.lease.process_id)
+        finally:
+            connections.close_all()

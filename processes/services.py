@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from engines.base import ThinkEngine
@@ -58,6 +60,8 @@ log = logging.getLogger(__name__)
 INTERRUPT_TTL = timedelta(minutes=2)
 # How often a running turn looks at the database for interrupts and lease loss.
 BOUNDARY_CHECK_SECONDS = 0.2
+# A pending message older than this on an idle lane lost its wake-up: the sweeper wakes it.
+LOST_WAKE_AFTER = timedelta(seconds=5)
 # Attempts of one pending message before the process is closed FAILED.
 MAX_TURN_ATTEMPTS = 3
 
@@ -190,11 +194,11 @@ def _lifecycle(process_id: int, call: Call) -> ThinkProcess:
         lease = lanes.acquire(process_id, wait=settings.VANCETOPE_LIFECYCLE_WAIT_SECONDS)
         if lease is None:
             raise Unavailable(f"process {process.public_id} is busy; try again")
-        try:
+        with _holding(lease) as keeper:
             process = _load(process_id)
             rule = check_call(call, process.status, process.close_reason, label=process.public_id)
             engine = _engine_of(process)
-            ctx = _build_context(process, lease)
+            ctx = _build_context(process, keeper)
             from_status = process.status
             if call is Call.RESET:
                 process.engine_state = {}
@@ -209,8 +213,6 @@ def _lifecycle(process_id: int, call: Call) -> ThinkProcess:
             _commit(
                 process, lease, ctx, call, from_status, to_status, reason, reset=call is Call.RESET
             )
-        finally:
-            lanes.release(lease)
     finally:
         if interrupting:
             ThinkProcess.objects.filter(pk=process_id, interrupt=call.value).update(
@@ -296,12 +298,11 @@ def drive_lane(process_id: int) -> int:
         if lease is None:
             return turns
         try:
-            turns += _drain(process_id, lease)
+            with _holding(lease) as keeper:
+                turns += _drain(process_id, keeper)
         except lanes.LeaseLost:
             log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
             return turns
-        finally:
-            lanes.release(lease)
         if not _has_work(process_id):
             return turns
 
@@ -325,7 +326,18 @@ def _unconsumed(process_id: int) -> list[PendingMessage]:
     )
 
 
-def _drain(process_id: int, lease: lanes.Lease) -> int:
+@contextmanager
+def _holding(lease: lanes.Lease) -> Iterator[lanes.LeaseKeeper]:
+    """Keep the lease alive while the block runs, then let the lane go."""
+    try:
+        with lanes.LeaseKeeper(lease) as keeper:
+            yield keeper
+    finally:
+        lanes.release(lease)
+
+
+def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
+    lease = keeper.lease
     process = _load(process_id)
     if process.status not in WAKE_ON_MESSAGE:
         return 0
@@ -343,7 +355,7 @@ def _drain(process_id: int, lease: lanes.Lease) -> int:
     failures = 0
     while pending and outcome is Status.IDLE:
         message = pending[0]
-        ctx = _build_context(process, lease)
+        ctx = _build_context(process, keeper)
         try:
             engine.steer(process, ctx, message)
         except TurnInterrupted:
@@ -386,7 +398,7 @@ def _engine_of(process: ThinkProcess) -> ThinkEngine:
     return engine
 
 
-def _build_context(process: ThinkProcess, lease: lanes.Lease) -> ThinkEngineContext:
+def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEngineContext:
     engine = _engine_of(process)
     events = EventSink(process.session_id, process)
     usage = TurnUsage()
@@ -397,7 +409,7 @@ def _build_context(process: ThinkProcess, lease: lanes.Lease) -> ThinkEngineCont
         **process.engine_params,
         "promptPrefix": snapshot.get("promptPrefix", ""),
     }
-    boundary = _Boundary(lease)
+    boundary = _Boundary(keeper)
     return ThinkEngineContext(
         process=process,
         llm=LlmAccess(get_provider(), events, usage, boundary),
@@ -410,15 +422,18 @@ def _build_context(process: ThinkProcess, lease: lanes.Lease) -> ThinkEngineCont
 
 
 class _Boundary:
-    """Called by the context between LLM deltas: stop when asked, keep the lease alive."""
+    """Called by the context between LLM deltas: stop when asked or when the lease is gone."""
 
-    def __init__(self, lease: lanes.Lease) -> None:
-        self._lease = lease
+    def __init__(self, keeper: lanes.LeaseKeeper) -> None:
+        self._keeper = keeper
+        self._lease = keeper.lease
         self._next_check = 0.0
 
     def __call__(self) -> None:
+        if self._keeper.lost.is_set():
+            raise lanes.LeaseLost(f"lease on tp_{self._lease.process_id} lost")
         if is_stopping():
-            raise TurnInterrupted("the Brain is shutting down")
+            raise TurnInterrupted("the worker is shutting down")
         now = time.monotonic()
         if now < self._next_check:
             return
@@ -428,8 +443,6 @@ class _Boundary:
             raise lanes.LeaseLost(f"lease on tp_{self._lease.process_id} lost")
         if _interrupt_is_fresh(row["interrupt"], row["interrupt_at"]):
             raise TurnInterrupted(row["interrupt"])
-        if lanes.heartbeat_due(self._lease):
-            lanes.heartbeat(self._lease)
 
 
 def _append_conversation(process: ThinkProcess, ctx: ThinkEngineContext) -> int:
@@ -558,6 +571,9 @@ def _set_status(
             detail=process.last_error if reason == CloseReason.FAILED else "",
         )
         emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
+        if call is Call.TURN_END:
+            # Work done for a session is activity: the idle sweep leaves it alone.
+            Session.objects.filter(pk=process.session_id).update(last_activity_at=now)
     process.status = to_status
     process.close_reason = reason
 
@@ -620,40 +636,59 @@ class RecoveryReport:
 
 
 def recover_processes() -> RecoveryReport:
-    """At start: close stale processes, bring back RUNNING ones whose worker is gone, and wake
-    every process that has messages waiting."""
+    """At start: close stale processes, then recover every lane (see recover_lanes)."""
     expired = 0
     for process in ThinkProcess.objects.exclude(status=Status.CLOSED).select_related("session"):
         if expire_if_stale(process):
             expired += 1
+    lanes_report = recover_lanes(min_pending_age=timedelta(0))
+    return RecoveryReport(lanes_report.recovered, expired, lanes_report.woken)
+
+
+def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
+    """Bring back processes left RUNNING by a dead worker (lease expired, or its owner was a
+    process on this host that no longer runs) to IDLE, and wake every wakeable process whose
+    oldest pending message has waited longer than `min_pending_age` with nobody on its lane."""
     now = timezone.now()
     recovered = 0
-    for process in ThinkProcess.objects.filter(status=Status.RUNNING).select_related("session"):
-        dead = not process.lease_owner or lanes.owner_is_dead(process.lease_owner)
-        expired_lease = process.lease_expires_at is None or process.lease_expires_at < now
-        if not (dead or expired_lease):
+    running = ThinkProcess.objects.filter(status=Status.RUNNING).values(
+        "pk", "lease_owner", "lease_expires_at", "lease_fence"
+    )
+    for row in running:
+        dead = not row["lease_owner"] or lanes.owner_is_dead(row["lease_owner"])
+        expired = row["lease_expires_at"] is None or row["lease_expires_at"] < now
+        if not (dead or expired):
             continue
         with transaction.atomic():
-            rows = ThinkProcess.objects.filter(
-                pk=process.pk, status=Status.RUNNING, lease_fence=process.lease_fence
+            taken = ThinkProcess.objects.filter(
+                pk=row["pk"], status=Status.RUNNING, lease_fence=row["lease_fence"]
             ).update(status=Status.IDLE, lease_owner="", lease_expires_at=None, updated_at=now)
-            if rows != 1:
-                continue
+            if taken != 1:
+                continue  # its worker came back, or another sweeper got there first
             ProcessTransition.objects.create(
-                process=process,
+                process_id=row["pk"],
                 call="recover",
                 from_status=Status.RUNNING,
                 to_status=Status.IDLE,
-                detail=f"lease of {process.lease_owner or '?'} ended",
+                detail=f"lease of {row['lease_owner'] or '?'} ended",
+            )
+            session_id = ThinkProcess.objects.values_list("session_id", flat=True).get(pk=row["pk"])
+            emit_event(
+                session_id, "process-status", {"processId": f"tp_{row['pk']}", "status": "IDLE"}
             )
         recovered += 1
-    woken = 0
     waiting = (
-        PendingMessage.objects.filter(consumed=False, process__status__in=WAKE_ON_MESSAGE)
+        PendingMessage.objects.filter(
+            consumed=False,
+            created_at__lte=now - min_pending_age,
+            process__status__in=WAKE_ON_MESSAGE,
+        )
+        .filter(Q(process__lease_owner="") | Q(process__lease_expires_at__lt=now))
         .values_list("process_id", flat=True)
         .distinct()
     )
+    woken = 0
     for process_id in waiting:
         wake_lane(process_id)
         woken += 1
-    return RecoveryReport(recovered=recovered, expired=expired, woken=woken)
+    return RecoveryReport(recovered=recovered, expired=0, woken=woken)

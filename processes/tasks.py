@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
+from celery.signals import worker_shutting_down
 
 from processes import services
+from processes.worker import request_stop
 
 
 @shared_task(name="processes.drive_lane")
 def drive_lane_task(process_id: int) -> int:
     """Drain the pending messages of one process; returns how many turns ran."""
     return services.drive_lane(process_id)
+
+
+@shared_task(name="processes.sweep_lanes")
+def sweep_lanes_task() -> dict[str, int]:
+    """Periodic: recover lanes whose worker died, wake processes whose wake-up got lost."""
+    report = services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER)
+    return {"recovered": report.recovered, "woken": report.woken}
+
+
+@worker_shutting_down.connect
+def stop_turns_at_next_boundary(**kwargs: Any) -> None:
+    """SIGTERM to a Celery worker: stop running turns at their next boundary, so the warm
+    shutdown finishes quickly and leases are released."""
+    request_stop()

@@ -73,6 +73,16 @@ def shutdown_worker(wait: bool = True) -> None:
         worker.shutdown(wait=wait)
 
 
+# Set when the hosting process (a Celery worker, the Brain) begins a warm shutdown.
+_process_stopping = threading.Event()
+
+
+def request_stop() -> None:
+    """Running turns in this OS process stop at their next boundary; their messages stay
+    pending and another worker (or this one after a restart) answers them."""
+    _process_stopping.set()
+
+
 def is_stopping() -> bool:
     worker = _worker
-    return worker is not None and worker.stopping.is_set()
+    return _process_stopping.is_set() or (worker is not None and worker.stopping.is_set())

@@ -7,6 +7,7 @@ Every client — a person's terminal, the web UI, cron, a webhook — opens its 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -206,3 +207,24 @@ def disconnect_session(session_id: int, cause: SuspendCause = SuspendCause.DISCO
     if session.on_disconnect == DisconnectPolicy.SUSPEND:
         return suspend_session(session_id, cause)
     return session
+
+
+def suspend_idle_sessions(now: datetime | None = None) -> int:
+    """The idle sweep: apply on_idle to every open session without activity for its
+    idle_timeout. Returns how many sessions were suspended or closed."""
+    now = now or timezone.now()
+    candidates = Session.objects.filter(status=SessionStatus.OPEN).exclude(
+        on_idle=DisconnectPolicy.KEEP_OPEN
+    )
+    handled = 0
+    for session_id, last_activity, idle_timeout, on_idle in candidates.values_list(
+        "pk", "last_activity_at", "idle_timeout", "on_idle"
+    ):
+        if last_activity + timedelta(seconds=idle_timeout) > now:
+            continue
+        if on_idle == DisconnectPolicy.CLOSE:
+            close_session(session_id)
+        else:
+            suspend_session(session_id, SuspendCause.IDLE)
+        handled += 1
+    return handled

@@ -267,6 +267,55 @@ def test_delays_sleep_before_the_first_delta_and_between_deltas(
     ]
 
 
+def test_rule_delay_per_delta_replaces_the_providers_for_that_rule_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given: sleeping is recorded instead of done, so the test stays fast
+    events: list[Any] = []
+    monkeypatch.setattr(scripted.time, "sleep", lambda seconds: events.append(("sleep", seconds)))
+    provider = ScriptedProvider(
+        [
+            {"match": "story", "reply": "once upon", "delay_per_delta": 0.25},
+            {"match": "quick", "reply": "at once", "delay_per_delta": 0},
+            {"match": "plain", "reply": "as usual"},
+        ],
+        delay_per_delta=0.1,
+    )
+
+    def stream(text: str) -> list[Any]:
+        events.clear()
+        for item in provider.stream([user(text)]):
+            if not isinstance(item, Usage):
+                events.append(item)
+        return list(events)
+
+    # then: the rule's own delay, none at all, or the provider's
+    assert stream("a story") == [
+        ("sleep", 0.25),
+        TextDelta("once "),
+        ("sleep", 0.25),
+        TextDelta("upon"),
+    ]
+    assert stream("quick one") == [TextDelta("at "), TextDelta("once")]
+    assert stream("plain") == [("sleep", 0.1), TextDelta("as "), ("sleep", 0.1), TextDelta("usual")]
+    assert stream("echo") == [
+        ("sleep", 0.1),
+        TextDelta("echo: "),
+        ("sleep", 0.1),
+        TextDelta("echo"),
+    ]
+
+
+def test_rule_delay_per_delta_is_read_from_a_yaml_script(tmp_path: Path) -> None:
+    path = tmp_path / "slow.yaml"
+    path.write_text("- reply: slow words\n  delay_per_delta: 0.005\n")
+
+    (rule,) = ScriptedProvider(path).rules
+
+    assert rule.delay_per_delta == 0.005
+    assert ScriptedProvider([{"reply": "x"}]).rules[0].delay_per_delta is None
+
+
 def test_rule_is_chosen_when_the_call_is_made_not_when_it_is_read() -> None:
     # given
     provider = ScriptedProvider([{"reply": "first", "times": 1}])
@@ -294,6 +343,11 @@ def test_rule_is_chosen_when_the_call_is_made_not_when_it_is_read() -> None:
         ([{"reply": "x", "times": 0}], r"rule 0: `times` must be a positive integer"),
         ([{"reply": "x", "times": True}], r"rule 0: `times` must be a positive integer"),
         ([{"reply": "x", "delay": -1}], r"rule 0: `delay` must be a non-negative number"),
+        ([{"reply": "x", "delay_per_delta": -0.1}], r"rule 0: `delay_per_delta` must be a non-"),
+        ([{"reply": "x", "delay_per_delta": "5ms"}], r"rule 0: `delay_per_delta` must be a non-"),
+        ([{"reply": "x", "delay_per_delta": True}], r"rule 0: `delay_per_delta` must be a non-"),
+        ([{"reply": "x", "delay_per_delta": None}], r"rule 0: `delay_per_delta` must be a non-"),
+        ([{"reply": "x", "delay_per_delta": float("inf")}], r"`delay_per_delta` must be a non-"),
         ([{"tool_calls": {"name": "x"}}], r"rule 0: `tool_calls` must be a list"),
         ([{"tool_calls": [{"arguments": {}}]}], r"rule 0: tool call 0 needs a non-empty string"),
         ([{"tool_calls": [{"name": "x", "args": {}}]}], r"rule 0: tool call 0 has unknown keys"),

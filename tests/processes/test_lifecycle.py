@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from django.utils import timezone
 
 from engines.registry import _registry
 from processes import lanes, services
@@ -323,3 +326,65 @@ def test_processes_of_a_closed_session_cannot_run_again(alice):
     process = ThinkProcess.objects.get(pk=chat_id)
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STOPPED)
     assert not PendingMessage.objects.filter(process_id=chat_id).exists()
+
+
+def test_sweep_wakes_a_process_whose_wake_up_was_lost(alice):
+    # given a pending message that no worker was told about
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    PendingMessage.objects.create(process_id=chat_id, seq=1, kind="USER", payload={"text": "hi"})
+    ThinkProcess.objects.filter(pk=chat_id).update(next_pending_seq=2)
+    # when the sweep runs before the message is old enough, nothing happens
+    assert services.recover_lanes(min_pending_age=timedelta(hours=1)).woken == 0
+    # then once it is, the lane is woken and the message answered
+    assert services.recover_lanes(min_pending_age=timedelta(0)).woken == 1
+    wait_until(idle_with_messages(chat_id, 2))
+    assert conversation(chat_id)[-1] == ("assistant", "echo: hi")
+
+
+def test_sweep_recovers_a_running_process_whose_lease_expired(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    ThinkProcess.objects.filter(pk=chat_id).update(
+        status=Status.RUNNING,
+        lease_owner="other-host:1:1:gone",
+        lease_expires_at=timezone.now() - timedelta(seconds=1),
+    )
+    report = services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER)
+    assert report.recovered == 1
+    process = ThinkProcess.objects.get(pk=chat_id)
+    assert (process.status, process.lease_owner) == (Status.IDLE, "")
+    assert ProcessTransition.objects.filter(process_id=chat_id, call="recover").count() == 1
+
+
+def test_sweep_leaves_a_running_process_with_a_live_lease_alone(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    ThinkProcess.objects.filter(pk=chat_id).update(
+        status=Status.RUNNING,
+        lease_owner="other-host:1:1:alive",
+        lease_expires_at=timezone.now() + timedelta(seconds=30),
+    )
+    assert services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER).recovered == 0
+    assert ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING
+
+
+def test_lease_keeper_keeps_a_long_turn_alive_past_the_lease_length(alice, settings):
+    settings.VANCETOPE_LEASE_SECONDS = 0.3
+    session = open_session(alice)
+    lease = lanes.try_acquire(session.chat_process_id)
+    with lanes.LeaseKeeper(lease) as keeper:
+        time.sleep(1.0)
+        assert not keeper.lost.is_set()
+        # nobody can take the lane while it is kept
+        assert lanes.try_acquire(session.chat_process_id) is None
+    lanes.release(lease)
+
+
+def test_lease_keeper_notices_a_lost_lease(alice, settings):
+    settings.VANCETOPE_LEASE_SECONDS = 0.3
+    session = open_session(alice)
+    lease = lanes.try_acquire(session.chat_process_id)
+    with lanes.LeaseKeeper(lease) as keeper:
+        ThinkProcess.objects.filter(pk=session.chat_process_id).update(lease_owner="thief")
+        wait_until(keeper.lost.is_set, timeout=3)

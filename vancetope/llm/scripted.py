@@ -11,18 +11,26 @@ tried in order; the first rule that matches (and has not used up its `times`) an
     - match: "system: you are a planner"    # `system:` + regex searched in the system prompt
       reply: "1. think 2. act"
       delay: 0.5                            # seconds to wait before the first delta
+    - match: "tell me a story"
+      reply: "Once upon a time ..."
+      delay_per_delta: 0.01                 # seconds to wait before each word: a slow stream
     - reply: "fallback for everything else" # no `match`: matches every call
 
 Token usage is counted in whitespace-separated words so tests can assert on it: prompt tokens are
 the words of every input message's content; completion tokens are the words of the reply plus,
 per tool call, the words of its name and of `json.dumps(arguments)` (default separators, so
 `{"city": "Paris"}` is two words).
+
+A rule's `delay_per_delta` replaces the provider's own (the `delay_per_delta` constructor
+argument, 0 by default) for that rule's replies; the echo and rules without it use the
+provider's.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
 import threading
@@ -45,7 +53,7 @@ from vancetope.llm.base import (
 )
 
 SYSTEM_PREFIX = "system:"
-RULE_KEYS = frozenset({"match", "reply", "tool_calls", "times", "delay"})
+RULE_KEYS = frozenset({"match", "reply", "tool_calls", "times", "delay", "delay_per_delta"})
 TOOL_CALL_KEYS = frozenset({"name", "arguments"})
 
 
@@ -66,6 +74,8 @@ class ScriptRule:
     tool_calls: tuple[ScriptedToolCall, ...]
     times: int | None
     delay: float
+    # None: the provider's delay_per_delta applies.
+    delay_per_delta: float | None = None
 
     def matches(self, last_user_message: str, system_prompt: str) -> bool:
         if self.pattern is None:
@@ -132,7 +142,12 @@ class ScriptedProvider(LlmProvider):
             tool_calls = self._number_tool_calls(rule.tool_calls if rule else ())
         reply = rule.reply if rule else f"echo: {last_user_message}"
         prompt_tokens = sum(count_words(message.content) for message in messages)
-        return self._emit(reply, tool_calls, prompt_tokens, rule.delay if rule else 0.0)
+        delay, delay_per_delta = 0.0, self.delay_per_delta
+        if rule is not None:
+            delay = rule.delay
+            if rule.delay_per_delta is not None:
+                delay_per_delta = rule.delay_per_delta
+        return self._emit(reply, tool_calls, prompt_tokens, delay, delay_per_delta)
 
     def _claim_rule(self, last_user_message: str, system_prompt: str) -> ScriptRule | None:
         for rule in self.rules:
@@ -155,13 +170,18 @@ class ScriptedProvider(LlmProvider):
         return calls
 
     def _emit(
-        self, reply: str, tool_calls: list[ToolCall], prompt_tokens: int, delay: float
+        self,
+        reply: str,
+        tool_calls: list[ToolCall],
+        prompt_tokens: int,
+        delay: float,
+        delay_per_delta: float,
     ) -> Iterator[StreamItem]:
         if delay:
             time.sleep(delay)
         for chunk in split_into_word_deltas(reply):
-            if self.delay_per_delta:
-                time.sleep(self.delay_per_delta)
+            if delay_per_delta:
+                time.sleep(delay_per_delta)
             yield TextDelta(chunk)
         yield from tool_calls
         completion_tokens = count_words(reply) + sum(
@@ -224,9 +244,8 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
     if times is not None and (isinstance(times, bool) or not isinstance(times, int) or times < 1):
         raise problem(f"`times` must be a positive integer, got {times!r}")
 
-    delay = raw.get("delay", 0.0)
-    if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
-        raise problem(f"`delay` must be a non-negative number of seconds, got {delay!r}")
+    delay = _seconds(raw, "delay", problem)
+    delay_per_delta = _seconds(raw, "delay_per_delta", problem)
 
     return ScriptRule(
         index=index,
@@ -235,8 +254,26 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         reply=reply,
         tool_calls=_parse_tool_calls(raw.get("tool_calls", []), problem),
         times=times,
-        delay=float(delay),
+        delay=delay or 0.0,
+        delay_per_delta=delay_per_delta,
     )
+
+
+def _seconds(
+    raw: Mapping[str, Any], key: str, problem: Callable[[str], ValueError]
+) -> float | None:
+    """The rule's `key` as a non-negative number of seconds, or None when the rule has none."""
+    if key not in raw:
+        return None
+    value = raw[key]
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise problem(f"`{key}` must be a non-negative number of seconds, got {value!r}")
+    return float(value)
 
 
 def _parse_tool_calls(
