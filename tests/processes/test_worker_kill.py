@@ -1,0 +1,164 @@
+"""Celery workers killed with SIGKILL mid-turn: nothing lost, nothing applied twice, and the
+process continues once the dead worker's lease expires (the lane sweeper recovers it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from django.db import connection
+
+from processes import services
+from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.states import Status
+from sessions_app.services import FingerprintData, create_session
+from tests.conftest import wait_until
+from vancetope.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parents[2]
+KILLS = 20
+LEASE_SECONDS = 2.0
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not (
+            os.environ.get("DATABASE_URL", "").startswith("postgres")
+            and os.environ.get("REDIS_URL")
+        ),
+        reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL (.ci/run does)",
+    ),
+    pytest.mark.timeout(900),
+]
+
+
+class Worker:
+    def __init__(self, env: dict[str, str], queue: str, log_dir: Path, number: int) -> None:
+        self.log_path = log_dir / f"worker-{number}.log"
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [
+                str(Path(sys.executable).with_name("celery")),
+                "-A",
+                "vancetope",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "2",
+                "--queues",
+                queue,
+                "--without-heartbeat",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self._log.close()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self._log.close()
+
+
+def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, settings, tmp_path):
+    # given a slow LLM and a Celery queue of our own, served by worker OS processes
+    script = tmp_path / "slow.yaml"
+    script.write_text(yaml.safe_dump([{"reply": "a slow and careful answer", "delay": 0.8}]))
+    queue = f"vt-kill-{uuid.uuid4().hex[:8]}"
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": (
+            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+            f"{database['NAME']}"
+        ),
+        "VANCETOPE_TASK_QUEUE": queue,
+        "VANCETOPE_LLM_SCRIPT": str(script),
+        "VANCETOPE_LEASE_SECONDS": str(LEASE_SECONDS),
+        "VANCETOPE_WORKER": "celery",
+    }
+    settings.VANCETOPE_WORKER = "celery"
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m"),
+    )
+    chat_id = session.chat_process_id
+    workers = [Worker(env, queue, tmp_path, 0)]
+    recovery_seconds: list[float] = []
+    sent: list[str] = []
+    try:
+        for kill in range(KILLS):
+            # when a turn is running on the current worker…
+            text = f"message {kill}"
+            services.send_chat(session, text)
+            sent.append(text)
+            wait_until(
+                lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING,
+                timeout=60,
+            )
+            time.sleep(0.2)
+            # …it is killed, and a fresh worker starts
+            workers[-1].kill()
+            killed_at = time.monotonic()
+            workers.append(Worker(env, queue, tmp_path, kill + 1))
+
+            # then the sweeper brings the lane back and the message gets answered
+            def answered(expected: str = text) -> bool:
+                services.recover_lanes(min_pending_age=timedelta(0))
+                return PendingMessage.objects.filter(
+                    process_id=chat_id, payload__text=expected, consumed=True
+                ).exists()
+
+            wait_until(answered, timeout=LEASE_SECONDS + 30, interval=0.3)
+            recovery_seconds.append(time.monotonic() - killed_at)
+    finally:
+        for worker in workers:
+            worker.stop()
+        celery_app.conf.task_default_queue = previous_queue
+
+    messages = list(PendingMessage.objects.filter(process_id=chat_id).order_by("seq"))
+    assert [m.text for m in messages] == sent
+    assert all(m.consumed for m in messages)
+    users = list(
+        ConversationMessage.objects.filter(process_id=chat_id, role="user")
+        .order_by("index")
+        .values_list("content", flat=True)
+    )
+    assert users == sent, "a turn was lost or applied twice"
+    replies = ConversationMessage.objects.filter(process_id=chat_id, role="assistant")
+    assert replies.count() == KILLS
+    recoveries = ProcessTransition.objects.filter(process_id=chat_id, call="recover").count()
+    assert recoveries >= KILLS // 2, f"only {recoveries} kills landed mid-turn"
+    assert max(recovery_seconds) < LEASE_SECONDS + 30
+    print(
+        f"\n{KILLS} kills, {recoveries} mid-turn recoveries; recovery after kill: "
+        f"max {max(recovery_seconds):.1f}s, mean {sum(recovery_seconds) / KILLS:.1f}s"
+    )
