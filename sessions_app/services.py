@@ -131,12 +131,14 @@ def resume_session(
         )
     drift = bool(session.working_dir) and fingerprint.working_dir != session.working_dir
     was_suspended = session.status == SessionStatus.SUSPENDED
+    # The fingerprint stored at the first bind stays the reference: a client that comes back
+    # to the original directory after a drifted one finds its processes as it left them.
     Session.objects.filter(pk=session.pk).update(
         status=SessionStatus.OPEN,
         suspend_cause="",
-        working_dir=fingerprint.working_dir or session.working_dir,
-        user_home=fingerprint.user_home or session.user_home,
-        os_user=fingerprint.os_user or session.os_user,
+        working_dir=session.working_dir or fingerprint.working_dir,
+        user_home=session.user_home or fingerprint.user_home,
+        os_user=session.os_user or fingerprint.os_user,
         last_activity_at=timezone.now(),
     )
     if was_suspended:

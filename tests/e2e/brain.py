@@ -104,7 +104,9 @@ class Brain(Service):
             additional_headers={"Authorization": f"Bearer {token}"},
             open_timeout=10,
         )
-        return BrainSocket(ws)
+        # Entering marks the connection as managed (websockets ≥ 17.1); BrainSocket.close
+        # closes it.
+        return BrainSocket(ws.__enter__())
 
 
 class BrainSocket:

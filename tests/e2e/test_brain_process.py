@@ -9,6 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.conftest import wait_until
 from tests.e2e.brain import Brain, Service, bootstrap, brain_env, free_port
 from tests.support.openai_stub import OpenAIStubServer
 
@@ -132,3 +133,54 @@ def test_distributed_brain_with_a_separate_celery_worker_answers_chat(tmp_path, 
         brain.stop()
         worker.stop()
     assert "processes.drive_lane" in worker.log(), worker.log()
+
+
+def test_fingerprint_policy_over_a_real_websocket(tmp_path: Path):
+    env = brain_env(tmp_path)
+    token = bootstrap(env)
+    brain = Brain(env, free_port())
+    try:
+        first = brain.socket(token)
+        created = first.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        session_id = created["data"]["session"]["id"]
+        first.close()  # onDisconnect SUSPEND (the cli default)
+        wait_until(lambda: brain.get(f"/api/sessions/{session_id}", token)["status"] == "SUSPENDED")
+
+        # another machine: refused, the session stays suspended
+        other = brain.socket(token)
+        refused = other.request(
+            "session-resume",
+            {"sessionId": session_id, "fingerprint": {"machineId": "intruder", "workingDir": "/"}},
+        )
+        assert refused["data"]["code"] == 409
+        assert refused["data"]["error"] == "fingerprint-mismatch"
+        other.close()
+        assert brain.get(f"/api/sessions/{session_id}", token)["status"] == "SUSPENDED"
+
+        # same machine, other directory: resumed, processes stay suspended with drift
+        moved = brain.socket(token)
+        drifted = moved.request(
+            "session-resume",
+            {"sessionId": session_id, "fingerprint": {**FINGERPRINT, "workingDir": "/elsewhere"}},
+        )
+        assert drifted["data"]["session"]["status"] == "OPEN"
+        assert [(p["status"], p["contextDrift"]) for p in drifted["data"]["processes"]] == [
+            ("SUSPENDED", True)
+        ]
+        moved.close()
+
+        wait_until(lambda: brain.get(f"/api/sessions/{session_id}", token)["status"] == "SUSPENDED")
+        # the original client (identical fingerprint, after the moved one suspended it again)
+        original = brain.socket(token)
+        resumed = original.request(
+            "session-resume", {"sessionId": session_id, "fingerprint": FINGERPRINT}
+        )
+        assert resumed["data"]["session"]["status"] == "OPEN"
+        statuses = [p["status"] for p in resumed["data"]["processes"]]
+        assert statuses == ["IDLE"]
+        original.close()
+    finally:
+        assert brain.stop() == 0, brain.log()
