@@ -293,7 +293,7 @@ def drive_lane(process_id: int) -> int:
     the holder looks for new messages after it lets go.
     """
     turns = 0
-    while True:
+    while not is_stopping():
         lease = lanes.try_acquire(process_id)
         if lease is None:
             return turns
@@ -305,6 +305,7 @@ def drive_lane(process_id: int) -> int:
             return turns
         if not _has_work(process_id):
             return turns
+    return turns
 
 
 def _has_work(process_id: int) -> bool:

@@ -80,6 +80,7 @@ class Worker:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait(timeout=10)
         self._log.close()
 
 
@@ -162,3 +163,53 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
         f"\n{KILLS} kills, {recoveries} mid-turn recoveries; recovery after kill: "
         f"max {max(recovery_seconds):.1f}s, mean {sum(recovery_seconds) / KILLS:.1f}s"
     )
+
+
+def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
+    alice, settings, tmp_path
+):
+    # given a turn that streams slowly on a Celery worker
+    script = tmp_path / "slow.yaml"
+    script.write_text(yaml.safe_dump([{"reply": "one two three four five six", "delay": 1.5}]))
+    queue = f"vt-term-{uuid.uuid4().hex[:8]}"
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": (
+            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+            f"{database['NAME']}"
+        ),
+        "VANCETOPE_TASK_QUEUE": queue,
+        "VANCETOPE_LLM_SCRIPT": str(script),
+        "VANCETOPE_WORKER": "celery",
+    }
+    settings.VANCETOPE_WORKER = "celery"
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m"),
+    )
+    chat_id = session.chat_process_id
+    worker = Worker(env, queue, tmp_path, 0)
+    try:
+        services.send_chat(session, "take your time")
+        wait_until(
+            lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING, timeout=60
+        )
+        # when the worker gets SIGTERM (warm shutdown)
+        stopped_at = time.monotonic()
+        worker.stop()
+        took = time.monotonic() - stopped_at
+    finally:
+        celery_app.conf.task_default_queue = previous_queue
+    # then it stopped at the next boundary, released the lane, and kept the message pending
+    assert worker.process.returncode == 0, worker.log_path.read_text()
+    assert took < 15
+    process = ThinkProcess.objects.get(pk=chat_id)
+    assert (process.status, process.lease_owner) == (Status.IDLE, "")
+    message = PendingMessage.objects.get(process_id=chat_id)
+    assert not message.consumed
+    assert not ConversationMessage.objects.filter(process_id=chat_id).exists()
