@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engines import conversation_cache
 from processes.states import CloseReason, Status
 from sessions_app.events import emit_event
 from vancetope.llm.base import (
@@ -53,24 +54,38 @@ class ConversationBuffer:
 
     def __init__(self, process: ThinkProcess) -> None:
         self._process = process
-        self._history: list[LlmMessage] | None = None
+        self._history: tuple[LlmMessage, ...] | None = None
         self.new_messages: list[LlmMessage] = []
 
     def history(self) -> list[LlmMessage]:
         if self._history is None:
-            from processes.models import ConversationMessage
-
-            rows = ConversationMessage.objects.filter(process_id=self._process.pk).order_by("index")
-            self._history = [
-                LlmMessage(
-                    role=row.role,  # type: ignore[arg-type]
-                    content=row.content,
-                    tool_calls=tuple(ToolCall(**call) for call in row.tool_calls),
-                    tool_call_id=row.tool_call_id,
-                )
-                for row in rows
-            ]
+            process = self._process
+            self._history = conversation_cache.get(
+                process.pk, process.conversation_epoch, process.conversation_length
+            )
+            if self._history is None:
+                self._history = self._load()
+                conversation_cache.put(process.pk, process.conversation_epoch, self._history)
         return [*self._history, *self.new_messages]
+
+    def remember_committed(self) -> None:
+        """The lane committed the new messages: keep the whole history for the next turn."""
+        process = self._process
+        conversation_cache.put(process.pk, process.conversation_epoch, tuple(self.history()))
+
+    def _load(self) -> tuple[LlmMessage, ...]:
+        from processes.models import ConversationMessage
+
+        rows = ConversationMessage.objects.filter(process_id=self._process.pk).order_by("index")
+        return tuple(
+            LlmMessage(
+                role=row.role,  # type: ignore[arg-type]
+                content=row.content,
+                tool_calls=tuple(ToolCall(**call) for call in row.tool_calls),
+                tool_call_id=row.tool_call_id,
+            )
+            for row in rows
+        )
 
     def append(self, message: LlmMessage) -> None:
         self.new_messages.append(message)

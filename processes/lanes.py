@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connections, transaction
-from django.db.models import F, Q, QuerySet
+from django.db import connection, connections
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
@@ -78,16 +78,20 @@ def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
     owner = owner or new_owner()
     now = timezone.now()
     expires = now + timedelta(seconds=lease_seconds())
-    with transaction.atomic():
-        taken = (
-            ThinkProcess.objects.filter(pk=process_id)
-            .filter(Q(lease_owner="") | Q(lease_expires_at__lt=now))
-            .update(lease_owner=owner, lease_expires_at=expires, lease_fence=F("lease_fence") + 1)
+    # One compare-and-swap statement: free (or expired) → ours, with the next fence.
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ThinkProcess._meta.db_table} "
+            "SET lease_owner = %s, lease_expires_at = %s, lease_fence = lease_fence + 1 "
+            "WHERE id = %s AND (lease_owner = '' OR lease_expires_at < %s) "
+            "RETURNING lease_fence",
+            [owner, adapt(expires), process_id, adapt(now)],
         )
-        if not taken:
-            return None
-        fence = ThinkProcess.objects.filter(pk=process_id).values_list("lease_fence", flat=True)
-        return Lease(process_id, owner, fence.get(), expires)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return Lease(process_id, owner, int(row[0]), expires)
 
 
 def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | None:

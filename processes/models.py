@@ -37,6 +37,9 @@ class ThinkProcess(models.Model):
     next_pending_seq = models.PositiveBigIntegerField(default=1)
     # How many conversation messages exist: the index of the next one.
     conversation_length = models.PositiveIntegerField(default=0)
+    # Grows with every reset (which deletes the conversation), so a cached copy of an earlier
+    # conversation of the same length is never mistaken for the current one.
+    conversation_epoch = models.PositiveIntegerField(default=0)
     # The lane lease: who drives this process, until when, and a fence that grows with every
     # acquisition so a worker that lost its lease cannot write any more.
     lease_owner = models.CharField(max_length=100, blank=True)

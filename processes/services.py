@@ -411,10 +411,11 @@ def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEng
         "promptPrefix": snapshot.get("promptPrefix", ""),
     }
     boundary = _Boundary(keeper)
+    conversation = ConversationBuffer(process)
     return ThinkEngineContext(
         process=process,
         llm=LlmAccess(get_provider(), events, usage, boundary),
-        conversation=ConversationBuffer(process),
+        conversation=conversation,
         events=events,
         settings=engine_settings,
         usage=usage,
@@ -428,7 +429,9 @@ class _Boundary:
     def __init__(self, keeper: lanes.LeaseKeeper) -> None:
         self._keeper = keeper
         self._lease = keeper.lease
-        self._next_check = 0.0
+        # Between messages the lane looks for interrupts itself; inside a turn, first after
+        # one interval, then once per interval.
+        self._next_check = time.monotonic() + BOUNDARY_CHECK_SECONDS
 
     def __call__(self) -> None:
         if self._keeper.lost.is_set():
@@ -492,6 +495,7 @@ def _commit_turn(
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
         ctx.events.flush()
     process.conversation_length += added
+    ctx.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens
     process.last_error = ""
@@ -528,6 +532,7 @@ def _commit(
         }
         if reset:
             changes["conversation_length"] = 0
+            changes["conversation_epoch"] = F("conversation_epoch") + 1
         else:
             changes["conversation_length"] = F("conversation_length") + added
         if call in {Call.RESUME, Call.RESET, Call.STOP}:
@@ -545,6 +550,8 @@ def _commit(
         ctx.events.flush()
         emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
     process.refresh_from_db()
+    if added:
+        ctx.conversation.remember_committed()
 
 
 def _set_status(

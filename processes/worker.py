@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import connections
+from django.db import close_old_connections
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +43,9 @@ class InProcessWorker:
             if result.failed():
                 log.error("lane tp_%s failed: %s", process_id, result.result)
         finally:
-            # Each pool thread has its own connection; close it so none outlives the work
-            # (and a test database can be dropped).
-            connections.close_all()
+            # Each pool thread keeps its own connection up to CONN_MAX_AGE; drop it when it is
+            # older than that or broken, as Django does at the end of a request.
+            close_old_connections()
 
     def shutdown(self, wait: bool = True) -> None:
         """Stop taking work; running turns stop at their next boundary."""

@@ -13,8 +13,7 @@ import threading
 from typing import Any
 
 from channels.layers import get_channel_layer
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 
 from sessions_app.models import Session, SessionEvent
 
@@ -25,11 +24,25 @@ def group_name(session_id: int) -> str:
     return f"session.{session_id}"
 
 
+def next_seq(session_id: int) -> int:
+    """Take the session's next event number. The UPDATE holds the session row until the
+    surrounding transaction commits, so numbers are handed out (and committed) in order."""
+    table = Session._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
+            [session_id],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise Session.DoesNotExist(f"session sess_{session_id} does not exist")
+    return int(row[0])
+
+
 def record_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
     # Inside a turn's commit this joins the outer transaction (no savepoint per event).
     with transaction.atomic(savepoint=False):
-        Session.objects.filter(pk=session_id).update(last_seq=F("last_seq") + 1)
-        seq = Session.objects.filter(pk=session_id).values_list("last_seq", flat=True).get()
+        seq = next_seq(session_id)
         return SessionEvent.objects.create(session_id=session_id, seq=seq, event=event, data=data)
 
 

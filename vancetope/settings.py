@@ -89,7 +89,15 @@ TEMPLATES = [
 # --- database ------------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+    # Worker threads and request threads keep their connection for a while instead of paying
+    # a new PostgreSQL connection per turn; health checks drop broken ones.
+    DATABASES = {
+        "default": dj_database_url.parse(
+            DATABASE_URL,
+            conn_max_age=env_int("CONN_MAX_AGE", 60),
+            conn_health_checks=True,
+        )
+    }
 else:
     DATABASES = {
         "default": {

@@ -1,0 +1,55 @@
+"""The conversation cache: a turn reads only what it must, and never a stale conversation."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from engines import conversation_cache
+from engines.context import ConversationBuffer
+from processes import services
+from processes.models import ThinkProcess
+from sessions_app.services import FingerprintData, create_session
+from vancetope.llm.base import LlmMessage
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def worker_process(tenancy) -> ThinkProcess:
+    session = create_session(
+        tenancy.user,
+        client_type="cli",
+        project_id=tenancy.project_id,
+        fingerprint=FingerprintData(machine_id="m"),
+    )
+    return services.create_process(session, goal="alpha", engine="ford")
+
+
+def test_history_of_the_last_committed_turn_is_reused_without_a_query(alice):
+    process = ThinkProcess.objects.get(pk=worker_process(alice).pk)
+    with CaptureQueriesContext(connection) as queries:
+        history = ConversationBuffer(process).history()
+    assert [m.content for m in history] == ["alpha", "echo: alpha"]
+    assert not [q for q in queries if "conversationmessage" in q["sql"].lower()]
+
+
+def test_a_reset_conversation_of_the_same_length_is_read_again(alice):
+    process = worker_process(alice)
+    services.stop_process(process.pk)
+    services.reset_process(process.pk)
+    # another worker OS process (no shared cache) starts it again with a new answer
+    ThinkProcess.objects.filter(pk=process.pk).update(goal="omega")
+    conversation_cache.put(
+        process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))
+    )
+    services.start_process(process.pk)
+    conversation_cache.clear()
+    conversation_cache.put(
+        process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))
+    )
+    # when a turn reads the history, the stale copy of epoch 0 is not used
+    fresh = ThinkProcess.objects.get(pk=process.pk)
+    assert (fresh.conversation_epoch, fresh.conversation_length) == (1, 2)
+    history = ConversationBuffer(fresh).history()
+    assert [m.content for m in history] == ["omega", "echo: omega"]
