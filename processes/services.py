@@ -692,6 +692,9 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
             process__status__in=WAKE_ON_MESSAGE,
         )
         .filter(Q(process__lease_owner="") | Q(process__lease_expires_at__lt=now))
+        # Without order_by() the model's ordering (process, seq) joins the DISTINCT and every
+        # message, not every process, would be woken.
+        .order_by()
         .values_list("process_id", flat=True)
         .distinct()
     )

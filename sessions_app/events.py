@@ -7,6 +7,8 @@ a socket that sees a gap can always fill it from the database (see the consumer)
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -71,22 +73,45 @@ class EventPusher:
     def _run(self, ready: threading.Event) -> None:
         asyncio.set_event_loop(self._loop)
         self._queue = asyncio.Queue()
-        self._loop.create_task(self._send_in_order(self._queue))
+        sender = self._loop.create_task(self._send_in_order(self._queue))
         ready.set()
-        self._loop.run_forever()
+        try:
+            self._loop.run_forever()
+        finally:
+            # Wind the loop down inside its own thread; a loop left running in a daemon
+            # thread can crash the interpreter while it shuts down.
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                self._loop.run_until_complete(sender)
+            self._loop.close()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Send what is queued (waiting up to `timeout`), then end the thread."""
+
+        async def drained() -> None:
+            assert self._queue is not None
+            await self._queue.join()
+
+        if self._loop.is_closed():
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(drained(), self._loop).result(timeout)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout)
 
     async def _send_in_order(self, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
         while True:
             session_id, frame = await queue.get()
-            layer = get_channel_layer()
-            if layer is None:
-                continue
             try:
-                await layer.group_send(
-                    group_name(session_id), {"type": "session.event", "frame": frame}
-                )
+                layer = get_channel_layer()
+                if layer is not None:
+                    await layer.group_send(
+                        group_name(session_id), {"type": "session.event", "frame": frame}
+                    )
             except Exception:
                 log.exception("could not push event %s to session %s", frame["seq"], session_id)
+            finally:
+                queue.task_done()
 
     def push(self, session_id: int, frame: dict[str, Any]) -> None:
         assert self._queue is not None
@@ -104,8 +129,18 @@ def push_frame(session_id: int, frame: dict[str, Any]) -> None:
         # A forked worker process does not inherit the parent's pusher thread.
         if _pusher is None or _pusher.pid != os.getpid():
             _pusher = EventPusher()
+            atexit.register(stop_pusher)
         pusher = _pusher
     pusher.push(session_id, frame)
+
+
+def stop_pusher() -> None:
+    """At shutdown: deliver what is queued and stop the pusher thread."""
+    global _pusher
+    with _pusher_lock:
+        pusher, _pusher = _pusher, None
+    if pusher is not None and pusher.pid == os.getpid():
+        pusher.stop()
 
 
 def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:

@@ -9,6 +9,7 @@ receiver's loop with call_soon_threadsafe.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from copy import deepcopy
@@ -16,6 +17,8 @@ from typing import Any
 
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer
+
+log = logging.getLogger(__name__)
 
 
 class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
@@ -25,6 +28,8 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
         # Orders "receiver registers its loop" against "sender decides how to deliver", so a
         # sender never touches a queue another loop is already waiting on.
         self._loops_lock = threading.Lock()
+        # Groups are changed on the server's loop and read by senders in other threads.
+        self._groups_lock = threading.RLock()
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
         assert isinstance(message, dict), "message is not a dict"
@@ -36,7 +41,7 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
         with self._loops_lock:
             loop = self._receiver_loops.get(channel)
             if loop is not None and loop is not current and not loop.is_closed():
-                loop.call_soon_threadsafe(self._put, channel, deepcopy(message))
+                loop.call_soon_threadsafe(self._put_or_drop, channel, deepcopy(message))
                 return
             self._put(channel, deepcopy(message))
 
@@ -46,6 +51,38 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             queue.put_nowait((time.time() + self.expiry, message))
         except asyncio.QueueFull as exc:
             raise ChannelFull(channel) from exc
+
+    def _put_or_drop(self, channel: str, message: dict[str, Any]) -> None:
+        """Delivery handed over from another thread: a full receiver drops the message, as
+        group_send does (a client that misses an event refills it from the database)."""
+        try:
+            self._put(channel, message)
+        except ChannelFull:
+            log.warning("channel %s is full; message dropped", channel)
+
+    async def group_add(self, group: str, channel: str) -> None:
+        with self._groups_lock:
+            await super().group_add(group, channel)
+
+    async def group_discard(self, group: str, channel: str) -> None:
+        with self._groups_lock:
+            await super().group_discard(group, channel)
+
+    def _clean_expired(self) -> None:
+        with self._groups_lock:
+            super()._clean_expired()
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        assert isinstance(message, dict), "Message is not a dict"
+        self.require_valid_group_name(group)
+        with self._groups_lock:
+            self._clean_expired()
+            members = list(self.groups.get(group, {}))
+        for channel in members:
+            try:
+                await self.send(channel, message)
+            except ChannelFull:
+                continue
 
     async def receive(self, channel: str) -> dict[str, Any]:
         with self._loops_lock:

@@ -17,6 +17,7 @@ from django.db import connection
 from processes.services import recover_processes
 from recipes_app.services import sync_bundled_recipes
 from sessions_app.bound import bound_sessions
+from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
 from sessions_app.services import disconnect_session
 from vancetope.llm.factory import describe_provider
@@ -104,4 +105,5 @@ class Command(BaseCommand):
         stopper = threading.Thread(target=shutdown_worker, kwargs={"wait": True}, daemon=True)
         stopper.start()
         stopper.join(timeout=30)
+        stop_pusher()
         self.stdout.write("Brain stopped.")
