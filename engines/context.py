@@ -201,6 +201,9 @@ class ThinkEngineContext:
         default_factory=lambda: NotAvailable("processes", "child processes are not built yet")
     )
     inbox: Any = field(default_factory=lambda: NotAvailable("inbox", "the inbox is not built yet"))
+    # Appends a message to the process's own pending queue, so the lane runs a turn on it
+    # after this call (e.g. a goal whose tools wait on the client must not block the caller).
+    queue_turn: Callable[[str], None] | None = None
     # What the engine decided about the process's status after this call (None: keep going).
     outcome: Status | None = None
     close_reason: CloseReason | None = None
@@ -209,6 +212,12 @@ class ThinkEngineContext:
         """The goal is reached (or failed): the process closes after this call."""
         self.outcome = Status.CLOSED
         self.close_reason = reason
+
+    def defer_turn(self, text: str) -> None:
+        """Run a turn on `text` in the process's lane after this call returns."""
+        if self.queue_turn is None:
+            raise CapabilityNotAvailable("ctx.defer_turn is not available in this context")
+        self.queue_turn(text)
 
     def block(self) -> None:
         """Wait for an answer (inbox): the process goes BLOCKED after this call."""

@@ -53,6 +53,7 @@ from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import Conflict, NotFound, Unavailable
 from vancetope.llm.factory import get_provider
+from vancetope.tools.dispatch import ToolBox
 
 log = logging.getLogger(__name__)
 
@@ -420,7 +421,23 @@ def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEng
         settings=engine_settings,
         usage=usage,
         is_chat_process=process.session.chat_process_id == process.pk,
+        tools=ToolBox(process, engine.allowed_tools, boundary, conversation),
+        queue_turn=lambda text: queue_own_turn(process.pk, text),
     )
+
+
+def queue_own_turn(process_id: int, text: str) -> None:
+    """A CONTROL message from the process to itself, appended under its own lane (so without
+    the steer status check): the lane drains it after the current lifecycle call."""
+    with transaction.atomic():
+        seq = ThinkProcess.objects.filter(pk=process_id).values_list("next_pending_seq", flat=True)
+        next_seq = seq.select_for_update().get()
+        ThinkProcess.objects.filter(pk=process_id).update(
+            next_pending_seq=F("next_pending_seq") + 1
+        )
+        PendingMessage.objects.create(
+            process_id=process_id, seq=next_seq, kind=PendingKind.CONTROL, payload={"text": text}
+        )
 
 
 class _Boundary:

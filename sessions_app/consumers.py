@@ -30,6 +30,7 @@ from sessions_app.presenters import session_data
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import get_visible_project
+from vancetope.tools.client_bridge import accept_tool_result
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -233,6 +234,20 @@ class BrainConsumer(AsyncWebsocketConsumer):
         tools = [tool.model_dump() for tool in frame.data.tools]
         count = await call_service(services.register_tools, session, tools)
         await self.reply(frame.id, "tools-registered", {"count": count})
+
+    async def on_tool_result(self, frame: p.ToolResult) -> None:
+        """The client answers a tool-call event; no reply unless it is refused."""
+        if self.session_id is None:
+            raise Conflict("no session: send session-create or session-resume first")
+        data = frame.data
+        await call_service(
+            accept_tool_result,
+            self.session_id,
+            data.callId,
+            ok=data.ok,
+            result=data.result,
+            error=data.error or "",
+        )
 
     async def on_chat(self, frame: p.Chat) -> None:
         session = await self._session()

@@ -64,6 +64,13 @@ class ToolsRegisterData(Strict):
     tools: list[ToolSpec]
 
 
+class ToolResultData(Strict):
+    callId: NonEmpty
+    ok: bool
+    result: Any = None
+    error: str | None = None
+
+
 class ChatData(Strict):
     text: NonEmpty
 
@@ -111,6 +118,11 @@ class SessionClose(Request):
 class ToolsRegister(Request):
     type: Literal["tools-register"]
     data: ToolsRegisterData
+
+
+class ToolResult(Request):
+    type: Literal["tool-result"]
+    data: ToolResultData
 
 
 class Chat(Request):
@@ -165,6 +177,7 @@ ClientFrame = Annotated[
     | SessionResume
     | SessionClose
     | ToolsRegister
+    | ToolResult
     | Chat
     | ProcessCreate
     | ProcessLifecycle
@@ -178,7 +191,6 @@ client_frame = TypeAdapter(ClientFrame)
 
 # In PROTOCOL.md, but served by parts of the Brain that are not built yet.
 NOT_YET_AVAILABLE = {
-    "tool-result": "client tools",
     "inbox-list": "the inbox",
     "inbox-answer": "the inbox",
 }

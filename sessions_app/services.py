@@ -31,6 +31,7 @@ from sessions_app.models import (
 )
 from vancetope.errors import Conflict, NotFound
 from vancetope.tenancy.services import get_visible_project
+from vancetope.tools.client_bridge import fail_outstanding_client_calls
 
 # What happens on disconnect when neither the client nor the recipe says: people's clients
 # keep their work resumable; system clients run once and close.
@@ -201,6 +202,10 @@ def suspend_session(session_id: int, cause: SuspendCause) -> Session:
 
 def disconnect_session(session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT) -> Session:
     """The bound client went away (or the server stops): apply the on_disconnect property."""
+    # Its tools went with it: calls it still owes fail now, and no pool offers them until a
+    # client registers tools again.
+    fail_outstanding_client_calls(session_id, "the client disconnected before answering")
+    Session.objects.filter(pk=session_id).update(client_tools=[])
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session

@@ -55,6 +55,8 @@ INSTALLED_APPS = [
     "engines",
     "processes",
     "sessions_app",
+    "vancetope.tools",
+    "webui",
 ]
 
 MIDDLEWARE = [
@@ -172,11 +174,19 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 VANCETOPE_DEFAULT_CHAT_RECIPE = env_str("VANCETOPE_DEFAULT_CHAT_RECIPE", "ford")
 VANCETOPE_MAX_FRAME_BYTES = env_int("VANCETOPE_MAX_FRAME_BYTES", 1024 * 1024)
 
+# --- tools ---------------------------------------------------------------------------------------
+# How long a lane waits for the bound client's tool-result before the tool call fails.
+VANCETOPE_CLIENT_TOOL_TIMEOUT = env_float("VANCETOPE_CLIENT_TOOL_TIMEOUT", 60.0)
+# How long an MCP server may take to start, list its tools or answer one call.
+VANCETOPE_MCP_TIMEOUT = env_float("VANCETOPE_MCP_TIMEOUT", 30.0)
+# A tool result longer than this is cut before the LLM reads it.
+VANCETOPE_TOOL_RESULT_MAX_CHARS = env_int("VANCETOPE_TOOL_RESULT_MAX_CHARS", 20000)
+
 # --- auth, REST ----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/accounts/login/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -10,11 +10,13 @@ from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
 from vancetope.api import healthz
+from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
 router.register("recipes", RecipeViewSet, basename="recipe")
 router.register("sessions", SessionViewSet, basename="session")
 router.register("processes", ProcessViewSet, basename="process")
+router.register("tool-health", ToolHealthViewSet, basename="tool-health")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -23,4 +25,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include(router.urls)),
+    path("", include("webui.urls")),
 ]

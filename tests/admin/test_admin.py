@@ -18,6 +18,7 @@ from processes.admin import ThinkProcessAdmin
 from processes.models import ThinkProcess
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
+from recipes_app.services import read_bundled_recipes
 from sessions_app.admin import SessionAdmin
 from sessions_app.events import emit_event, record_event
 from sessions_app.models import Session, SessionEvent
@@ -25,6 +26,10 @@ from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+# The bundled recipes (recipes.yaml) are in every recipe changelist beside the test's own.
+BUNDLED = read_bundled_recipes()
+BUNDLED_SERVICE = sum(1 for entry in BUNDLED if entry.get("category") == "service")
 
 
 @pytest.fixture
@@ -112,9 +117,9 @@ def run_action(operator: Client, action: str, *processes: ThinkProcess) -> list[
         ("admin:brain_sessions_session_changelist", {"system__exact": "1"}, 1),
         ("admin:brain_sessions_session_changelist", {"client_type__exact": "cli"}, 1),
         ("admin:brain_sessions_session_changelist", {"status__exact": "CLOSED"}, 0),
-        ("admin:recipes_recipe_changelist", {}, 2),
-        ("admin:recipes_recipe_changelist", {"scope__exact": "bundled"}, 1),
-        ("admin:recipes_recipe_changelist", {"category__exact": "service"}, 1),
+        ("admin:recipes_recipe_changelist", {}, len(BUNDLED) + 1),
+        ("admin:recipes_recipe_changelist", {"scope__exact": "bundled"}, len(BUNDLED)),
+        ("admin:recipes_recipe_changelist", {"category__exact": "service"}, BUNDLED_SERVICE + 1),
         ("admin:tenancy_tenant_changelist", {}, 1),
         ("admin:tenancy_project_changelist", {}, 1),
         ("admin:tenancy_apitoken_changelist", {}, 1),
@@ -352,7 +357,7 @@ def test_editing_a_session_keeps_its_status_and_its_event_numbering(operator, al
 
 def recipe_form(tenancy: Tenancy, **changes: Any) -> dict[str, Any]:
     return {
-        "name": "frankie-coding",
+        "name": "ford-coding",
         "engine": "ford",
         "title": "Frankie",
         "description": "",
@@ -377,14 +382,14 @@ def test_recipe_form_refuses_an_unknown_engine(operator, alice):
     # then
     assert response.status_code == 200
     errors = response.context["adminform"].form.errors
-    assert errors["engine"] == ["unknown think engine 'marvin'; registered: ford"]
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
+    assert errors["engine"] == ["unknown think engine 'marvin'; registered: agrajag, ford, frankie"]
+    assert not Recipe.objects.filter(name="ford-coding").exists()
 
 
 def test_recipe_form_creates_a_recipe_of_a_registered_engine(operator, alice):
     response = operator.post(reverse("admin:recipes_recipe_add"), recipe_form(alice))
     assert response.status_code == 302
-    recipe = Recipe.objects.get(name="frankie-coding")
+    recipe = Recipe.objects.get(name="ford-coding")
     assert (recipe.scope, recipe.project, recipe.params) == (
         RecipeScope.PROJECT,
         alice.project,
@@ -399,7 +404,7 @@ def test_recipe_form_refuses_the_bundled_scope(operator, alice):
     )
     assert response.status_code == 200
     assert "recipes.yaml" in response.context["adminform"].form.errors["scope"][0]
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
+    assert not Recipe.objects.filter(name="ford-coding").exists()
 
 
 def test_recipe_form_refuses_a_scope_without_its_owner(operator, alice):
@@ -408,7 +413,7 @@ def test_recipe_form_refuses_a_scope_without_its_owner(operator, alice):
     )
     assert response.status_code == 200
     assert response.context["adminform"].form.errors
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
+    assert not Recipe.objects.filter(name="ford-coding").exists()
 
 
 def test_bundled_recipes_are_shown_read_only(operator, alice):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def recipe_body(tenancy: Tenancy, **changes: Any) -> dict[str, Any]:
     return {
-        "name": "frankie-coding",
+        "name": "ford-coding",
         "engine": "ford",
         "title": "Frankie",
         "description": "codes",
@@ -68,21 +68,21 @@ def test_a_project_recipe_is_created_and_listed(alice):
     body = response.json()
     assert body["id"].startswith("rcp_")
     assert (body["name"], body["scope"], body["projectId"], body["tenant"]) == (
-        "frankie-coding",
+        "ford-coding",
         "project",
         "proj_alice",
         "alice",
     )
     assert body["params"] == {"temperature": 0.2}
     assert body["category"] == "user"
-    stored = Recipe.objects.get(name="frankie-coding")
+    stored = Recipe.objects.get(name="ford-coding")
     assert (stored.scope, stored.project, stored.prompt_prefix) == (
         RecipeScope.PROJECT,
         alice.project,
         "You write code.",
     )
-    assert ("frankie-coding", "project") in names(api.get("/api/recipes"))
-    detail = api.get("/api/recipes/frankie-coding")
+    assert ("ford-coding", "project") in names(api.get("/api/recipes"))
+    detail = api.get("/api/recipes/ford-coding")
     assert [row["id"] for row in detail.json()["recipes"]] == [body["id"]]
 
 
@@ -94,8 +94,8 @@ def test_creating_the_same_recipe_twice_is_a_409(alice):
     # then
     assert again.status_code == 409
     assert again.json()["error"] == "conflict"
-    assert "'frankie-coding' already exists" in again.json()["message"]
-    assert Recipe.objects.get(name="frankie-coding").title == "Frankie"
+    assert "'ford-coding' already exists" in again.json()["message"]
+    assert Recipe.objects.get(name="ford-coding").title == "Frankie"
 
 
 def test_an_unknown_engine_is_a_400_naming_the_field(alice):
@@ -105,7 +105,7 @@ def test_an_unknown_engine_is_a_400_naming_the_field(alice):
     assert body["error"] == "bad-request"
     assert body["message"] == "engine: think engine 'marvin' is not registered"
     assert list(body["fields"]) == ["engine"]
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
+    assert not Recipe.objects.filter(name="ford-coding").exists()
 
 
 def test_a_name_that_is_not_kebab_case_is_a_400(alice):
@@ -121,42 +121,40 @@ def test_a_recipe_is_changed_with_put(alice):
     api.post("/api/recipes", recipe_body(alice), format="json")
     # when
     response = api.put(
-        "/api/recipes/frankie-coding",
+        "/api/recipes/ford-coding",
         recipe_body(alice, title="Frankie 2", params={"temperature": 0.7}),
         format="json",
     )
     # then
     assert response.status_code == 200
     assert response.json()["title"] == "Frankie 2"
-    stored = Recipe.objects.get(name="frankie-coding")
+    stored = Recipe.objects.get(name="ford-coding")
     assert (stored.title, stored.params) == ("Frankie 2", {"temperature": 0.7})
 
 
 def test_put_with_another_name_in_the_body_is_a_400(alice):
     api = alice.api()
     api.post("/api/recipes", recipe_body(alice), format="json")
-    response = api.put(
-        "/api/recipes/frankie-coding", recipe_body(alice, name="other"), format="json"
-    )
+    response = api.put("/api/recipes/ford-coding", recipe_body(alice, name="other"), format="json")
     assert response.status_code == 400
     assert response.json()["message"] == "the name in the body must match the URL"
 
 
 def test_put_of_a_recipe_that_does_not_exist_is_a_404(alice):
-    response = alice.api().put("/api/recipes/frankie-coding", recipe_body(alice), format="json")
+    response = alice.api().put("/api/recipes/ford-coding", recipe_body(alice), format="json")
     assert response.status_code == 404
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
+    assert not Recipe.objects.filter(name="ford-coding").exists()
 
 
 def test_a_recipe_is_deleted(alice):
     api = alice.api()
     api.post("/api/recipes", recipe_body(alice), format="json")
     # when
-    response = api.delete(f"/api/recipes/frankie-coding?projectId={alice.project_id}")
+    response = api.delete(f"/api/recipes/ford-coding?projectId={alice.project_id}")
     # then
     assert response.status_code == 204
-    assert not Recipe.objects.filter(name="frankie-coding").exists()
-    assert api.get("/api/recipes/frankie-coding").status_code == 404
+    assert not Recipe.objects.filter(name="ford-coding").exists()
+    assert api.get("/api/recipes/ford-coding").status_code == 404
 
 
 def test_another_tenant_cannot_see_or_change_a_project_recipe(alice, bob):
@@ -164,16 +162,16 @@ def test_another_tenant_cannot_see_or_change_a_project_recipe(alice, bob):
     api = bob.api()
     # when
     listing = api.get("/api/recipes")
-    detail = api.get("/api/recipes/frankie-coding")
-    put = api.put("/api/recipes/frankie-coding", recipe_body(alice, title="mine"), format="json")
-    delete = api.delete(f"/api/recipes/frankie-coding?projectId={alice.project_id}")
+    detail = api.get("/api/recipes/ford-coding")
+    put = api.put("/api/recipes/ford-coding", recipe_body(alice, title="mine"), format="json")
+    delete = api.delete(f"/api/recipes/ford-coding?projectId={alice.project_id}")
     # then
-    assert ("frankie-coding", "project") not in names(listing)
+    assert ("ford-coding", "project") not in names(listing)
     assert detail.status_code == 404
     assert put.status_code == 404
     assert put.json()["message"] == "project 'proj_alice' not found"
     assert delete.status_code == 404
-    assert Recipe.objects.get(name="frankie-coding").title == "Frankie"
+    assert Recipe.objects.get(name="ford-coding").title == "Frankie"
 
 
 def test_bundled_recipes_cannot_be_changed_or_deleted(alice):
@@ -226,4 +224,4 @@ def test_only_tenant_admins_create_tenant_recipes(alice):
     assert refused.json()["message"] == "only tenant admins change tenant recipes"
     assert allowed.status_code == 201
     assert (allowed.json()["scope"], allowed.json()["projectId"]) == ("tenant", None)
-    assert ("frankie-coding", "tenant") in names(member.get("/api/recipes"))
+    assert ("ford-coding", "tenant") in names(member.get("/api/recipes"))

@@ -1,0 +1,112 @@
+"""frankie — the generic executor: LLM ↔ tools until the goal is reached or a budget runs out.
+
+A worker process answers its goal and closes DONE, reporting the result to its parent; as a
+session's chat process it runs the same loop on every message and stays open. Tools come from
+the effective pool (ctx.tools); the recipe decides which (frankie-coding: the client's shell,
+filesystem and git tools).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import override
+
+from engines.base import ParentReport, ThinkEngine
+from engines.registry import register_engine
+from processes.states import CloseReason
+from vancetope.llm.base import LlmMessage
+from vancetope.tools.models import Location
+
+if TYPE_CHECKING:
+    from engines.context import ThinkEngineContext
+    from processes.models import PendingMessage, ThinkProcess
+
+
+@register_engine
+class Frankie(ThinkEngine):
+    name = "frankie"
+    title = "Frankie"
+    description = (
+        "Generic executor: calls the LLM and its tools in a loop until the goal is reached or "
+        "the step budget runs out, then reports the result to its parent."
+    )
+    version = "1.0.0"
+    default_settings = {
+        "systemPrompt": (
+            "You are Frankie, an executor. Reach the goal by calling the tools you have; when "
+            "it is reached, answer with the result and call no more tools."
+        ),
+        # LLM calls per goal (or per chat message); each may ask for several tools.
+        "maxSteps": 8,
+        # Prompt + completion tokens per goal (or per chat message).
+        "maxTokens": 100_000,
+    }
+
+    @override
+    def start(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:
+        if not process.goal or ctx.is_chat_process:
+            return
+        # A goal whose tools wait on the session's client runs in the lane, so whoever
+        # started the process (often that very client's socket) is not blocked meanwhile.
+        if any(tool.location == Location.CLIENT for tool in ctx.tools.pool().values()):
+            ctx.defer_turn(process.goal)
+            return
+        self._run(process, ctx, process.goal)
+
+    @override
+    def steer(
+        self, process: ThinkProcess, ctx: ThinkEngineContext, message: PendingMessage
+    ) -> None:
+        self._run(process, ctx, message.text)
+
+    def _run(self, process: ThinkProcess, ctx: ThinkEngineContext, text: str) -> None:
+        ctx.conversation.append(LlmMessage(role="user", content=text))
+        ctx.events.chat_message("user", text, at_once=True)
+        system = str(ctx.settings.get("promptPrefix") or ctx.settings.get("systemPrompt", ""))
+        prompt = [LlmMessage(role="system", content=system)] if system else []
+        tools = ctx.tools.schemas()
+        max_steps = int(ctx.settings.get("maxSteps", 8))
+        max_tokens = int(ctx.settings.get("maxTokens", 100_000))
+        outcome, answer = "done", ""
+        for step in range(max_steps):
+            if step and ctx.usage.prompt_tokens + ctx.usage.completion_tokens >= max_tokens:
+                outcome, answer = "budget-exhausted", f"Token budget of {max_tokens} exhausted."
+                break
+            completion = ctx.llm.complete([*prompt, *ctx.conversation.history()], tools or None)
+            ctx.conversation.append(
+                LlmMessage(
+                    role="assistant",
+                    content=completion.text,
+                    tool_calls=tuple(completion.tool_calls),
+                )
+            )
+            if not completion.tool_calls:
+                answer = completion.text
+                break
+            for call in completion.tool_calls:
+                ctx.tools.answer(call)
+        else:
+            outcome, answer = "budget-exhausted", f"Step budget of {max_steps} exhausted."
+        if outcome != "done":
+            ctx.conversation.append(LlmMessage(role="assistant", content=answer))
+        ctx.events.chat_message("assistant", answer)
+        process.engine_state = {**process.engine_state, "result": answer, "outcome": outcome}
+        if not ctx.is_chat_process:
+            ctx.finish(CloseReason.DONE)
+
+    @override
+    def summarize_for_parent(self, process: ThinkProcess, event: str) -> ParentReport:
+        result = str(process.engine_state.get("result", ""))
+        outcome = str(process.engine_state.get("outcome", event))
+        if not result:
+            return super().summarize_for_parent(process, event)
+        payload: dict[str, Any] = {
+            "processId": process.public_id,
+            "event": event,
+            "outcome": outcome,
+            "result": result,
+        }
+        return ParentReport(
+            human_summary=f"**{process.goal}** ({outcome})\n\n{result}", payload=payload
+        )

@@ -1,0 +1,1 @@
+"""The tool kernel: catalogue, effective pools, one dispatch path, client bridge, MCP, health."""

@@ -1,0 +1,70 @@
+"""The Brain's own server tools. Role-gated ones exist only for recipes carrying the role."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from vancetope.tools.health import write_tool_health
+from vancetope.tools.models import HealthStatus, Safety
+from vancetope.tools.registry import server_tool
+
+if TYPE_CHECKING:
+    from vancetope.tools.dispatch import ToolBox
+
+
+@server_tool(
+    "tool_probe",
+    "Call a SAFE_PROBE tool of this project once, to see whether it works now. MUTATING "
+    "tools are never probed.",
+    {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string", "description": "the tool to probe"},
+            "arguments": {"type": "object", "description": "arguments for the probe call"},
+        },
+        "required": ["tool"],
+        "additionalProperties": False,
+    },
+    safety=Safety.SAFE_PROBE,
+    roles=("tool-prober",),
+)
+def tool_probe(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    # The probe itself succeeds whether or not the probed tool works: its answer says which.
+    result = toolbox.probe(str(arguments["tool"]), dict(arguments.get("arguments") or {}))
+    if not result.ok:
+        return {
+            "tool": arguments["tool"],
+            "ok": False,
+            "error": result.error,
+            "classification": result.classification,
+        }
+    return {"tool": arguments["tool"], "ok": True, "result": result.content}
+
+
+@server_tool(
+    "tool_health_write",
+    "Record the health of a tool in this project: UP, DEGRADED or DOWN, with the "
+    "classification of its failures and the evidence.",
+    {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string"},
+            "status": {"enum": list(HealthStatus.values)},
+            "classification": {"type": "string", "minLength": 1},
+            "evidence": {"type": "string"},
+        },
+        "required": ["tool", "status", "classification"],
+        "additionalProperties": False,
+    },
+    roles=("tool-health-writer",),
+)
+def tool_health_write(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    health = write_tool_health(
+        project_id=toolbox.process.session.project_id,
+        tool=str(arguments["tool"]),
+        status=HealthStatus(arguments["status"]),
+        classification=str(arguments["classification"]),
+        evidence=str(arguments.get("evidence", "")),
+        checked_by=toolbox.process,
+    )
+    return {"tool": health.tool, "status": health.status}

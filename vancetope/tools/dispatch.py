@@ -1,0 +1,319 @@
+"""`ctx.tools`: the one invocation path for every kind of tool.
+
+`invoke(name, arguments)` refuses a tool outside the process's pool and arguments that do not
+match the tool's schema before anything runs; then runs the tool where it lives (server, the
+session's client, an MCP server), records the call as a ToolCall row, and on failure runs the
+synchronous checker, which queues ambiguous failures for agrajag. It never raises for a tool
+problem: the engine gets a ToolResult with `ok=False` and a clear error to show its LLM.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+from django.conf import settings
+from django.utils import timezone
+
+from sessions_app.models import Session, SessionStatus
+from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
+from vancetope.tools import catalogue as cat
+from vancetope.tools.checker import Classification, classify
+from vancetope.tools.client_bridge import run_client_tool
+from vancetope.tools.errors import ToolFailure
+from vancetope.tools.manifest import ToolManifest
+from vancetope.tools.mcp_client import McpFailure, get_mcp_manager
+from vancetope.tools.models import (
+    CallStatus,
+    HealthStatus,
+    Location,
+    McpServer,
+    Safety,
+    ToolHealth,
+)
+from vancetope.tools.models import ToolCall as ToolCallRow
+from vancetope.tools.registry import server_tools
+
+if TYPE_CHECKING:
+    from engines.context import ConversationBuffer
+    from processes.models import ThinkProcess
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    # What the LLM reads: the result as text, or "error: …".
+    content: str
+    data: Any = None
+    error: str = ""
+    classification: str = ""
+    call_id: str = ""
+
+
+class ToolBox:
+    """Built fresh with each context; the catalogue is read lazily (ford never pays for it)."""
+
+    def __init__(
+        self,
+        process: ThinkProcess,
+        engine_default: Iterable[str],
+        boundary: Callable[[], None],
+        conversation: ConversationBuffer | None = None,
+    ) -> None:
+        self.process = process
+        self._engine_default = list(engine_default)
+        self._boundary = boundary
+        self._conversation = conversation
+        self._pool: dict[str, ToolManifest] | None = None
+        self._catalogue: dict[str, ToolManifest] | None = None
+        self._fresh_session: Session | None = None
+
+    # --- what the process may use ----------------------------------------------------------------
+
+    @property
+    def roles(self) -> list[str]:
+        return [str(role) for role in self.process.recipe_snapshot.get("roles", [])]
+
+    def _client_bound(self) -> bool:
+        session = self._session()
+        return session.status == SessionStatus.OPEN and not session.system
+
+    def _session(self) -> Session:
+        """The session as it is now: its client may have registered tools or gone away since
+        the lane loaded the process."""
+        if self._fresh_session is None:
+            self._fresh_session = Session.objects.get(pk=self.process.session_id)
+        return self._fresh_session
+
+    def catalogue(self) -> dict[str, ToolManifest]:
+        if self._catalogue is None:
+            session = self._session()
+            patterns = self._patterns()
+            without_mcp = cat.build_catalogue(
+                session.project_id, session.client_tools, with_mcp=False
+            )
+            if cat.pool_patterns_need_mcp(patterns, without_mcp):
+                self._catalogue = cat.build_catalogue(session.project_id, session.client_tools)
+            else:
+                self._catalogue = without_mcp
+        return self._catalogue
+
+    def _patterns(self) -> list[str]:
+        snapshot = self.process.recipe_snapshot
+        return [*self._engine_default, *snapshot.get("allowedToolsAdd", [])]
+
+    def pool(self) -> dict[str, ToolManifest]:
+        if self._pool is None:
+            snapshot = self.process.recipe_snapshot
+            self._pool = cat.effective_pool(
+                self.catalogue(),
+                engine_default=self._engine_default,
+                add=snapshot.get("allowedToolsAdd", []),
+                remove=snapshot.get("allowedToolsRemove", []),
+                roles=self.roles,
+                client_bound=self._client_bound(),
+            )
+        return self._pool
+
+    def down_tools(self) -> dict[str, str]:
+        rows = ToolHealth.objects.filter(
+            project_id=self.process.session.project_id, status=HealthStatus.DOWN
+        ).values_list("tool", "classification")
+        return dict(rows)
+
+    def schemas(self, *, safety: Safety | None = None) -> list[ToolSchema]:
+        """The pool as the LLM sees it; tools known to be down say so in their description."""
+        down = self.down_tools()
+        return [
+            manifest.schema(down=down.get(name, ""))
+            for name, manifest in sorted(self.pool().items())
+            if safety is None or manifest.safety == safety
+        ]
+
+    def describe(self) -> list[dict[str, Any]]:
+        down = self.down_tools()
+        return [
+            {**manifest.describe(), "down": name in down}
+            for name, manifest in sorted(self.pool().items())
+        ]
+
+    # --- invoking --------------------------------------------------------------------------------
+
+    def invoke(
+        self, name: str, arguments: dict[str, Any], *, only_safety: Safety | None = None
+    ) -> ToolResult:
+        manifest = self.pool().get(name)
+        if manifest is None or (only_safety is not None and manifest.safety != only_safety):
+            why = "is not available to this process" if manifest is None else "is not a probe"
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
+        try:
+            jsonschema.validate(arguments, manifest.parameters)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(part) for part in exc.absolute_path) or "arguments"
+            return self._refuse(
+                name, arguments, f"invalid arguments for {name}: {where}: {exc.message}", manifest
+            )
+        except jsonschema.SchemaError as exc:
+            return self._refuse(
+                name, arguments, f"tool {name} has a broken schema: {exc}", manifest
+            )
+        return self._call(manifest, arguments, diagnose=True)
+
+    def _call(
+        self, manifest: ToolManifest, arguments: dict[str, Any], *, diagnose: bool
+    ) -> ToolResult:
+        name = manifest.name
+        row = ToolCallRow.objects.create(
+            process_id=self.process.pk,
+            session_id=self.process.session_id,
+            tool=name,
+            location=manifest.location,
+            arguments=arguments,
+            status=CallStatus.PENDING,
+        )
+        started = time.monotonic()
+        try:
+            data = self._run(manifest, arguments, row)
+        except ToolFailure as exc:
+            return self._failed(row, manifest, exc.message, exc.classification, diagnose)
+        except McpFailure as exc:
+            return self._failed(row, manifest, str(exc), "", diagnose)
+        except Exception as exc:
+            if _is_turn_control(exc):
+                raise
+            log.exception("tool %s failed", name)
+            return self._failed(row, manifest, f"{type(exc).__name__}: {exc}", "", diagnose)
+        ToolCallRow.objects.filter(pk=row.pk).exclude(status=CallStatus.OK).update(
+            status=CallStatus.OK, result=_jsonable(data), finished_at=timezone.now()
+        )
+        log.info("tool %s ok in %.2fs", name, time.monotonic() - started)
+        return ToolResult(True, _as_text(data), data=data, call_id=row.public_id)
+
+    def probe(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run a SAFE_PROBE tool of the project's catalogue (not only this pool) once, for
+        diagnosis; a failing probe queues nothing."""
+        session = self._session()
+        manifest = cat.build_catalogue(session.project_id, session.client_tools).get(name)
+        if manifest is None or manifest.safety != Safety.SAFE_PROBE:
+            why = "is unknown" if manifest is None else "is not SAFE_PROBE and is never probed"
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
+        return self._call(manifest, arguments, diagnose=False)
+
+    def answer(self, call: ToolCall) -> ToolResult:
+        """Invoke a call the LLM asked for and store the result (or error) in the
+        conversation as the `tool` message answering it."""
+        result = self.invoke(call.name, call.arguments)
+        if self._conversation is not None:
+            self._conversation.append(
+                LlmMessage(role="tool", content=result.content, tool_call_id=call.id)
+            )
+        return result
+
+    def _run(self, manifest: ToolManifest, arguments: dict[str, Any], row: ToolCallRow) -> Any:
+        if manifest.location == Location.SERVER:
+            return server_tools()[manifest.name].run(self, arguments)
+        if manifest.location == Location.CLIENT:
+            return run_client_tool(row, self._boundary)
+        server = McpServer.objects.filter(pk=manifest.mcp_server_id or 0, enabled=True).first()
+        if server is None:
+            raise ToolFailure(
+                f"MCP server of {manifest.name} not found", classification="not-found"
+            )
+        is_error, text, structured = get_mcp_manager().call_tool(
+            server, manifest.remote_name, arguments
+        )
+        if is_error:
+            raise ToolFailure(text or f"MCP tool {manifest.name} reported an error")
+        return text if text else structured
+
+    def _refuse(
+        self, name: str, arguments: dict[str, Any], error: str, manifest: ToolManifest | None
+    ) -> ToolResult:
+        log.warning("%s: refused call of %s: %s", self.process.public_id, name, error)
+        classification = (
+            Classification.NOT_ALLOWED if manifest is None else Classification.BAD_ARGUMENTS
+        )
+        row = ToolCallRow.objects.create(
+            process_id=self.process.pk,
+            session_id=self.process.session_id,
+            tool=name,
+            location=manifest.location if manifest else "",
+            arguments=_jsonable(arguments),
+            status=CallStatus.REFUSED,
+            error=error,
+            classification=classification,
+            finished_at=timezone.now(),
+        )
+        return ToolResult(
+            False,
+            f"error: {error}",
+            error=error,
+            classification=classification,
+            call_id=row.public_id,
+        )
+
+    def _failed(
+        self,
+        row: ToolCallRow,
+        manifest: ToolManifest,
+        error: str,
+        classification: str,
+        diagnose: bool,
+    ) -> ToolResult:
+        classification = classification or classify(error)
+        ToolCallRow.objects.filter(pk=row.pk).update(
+            error=error, classification=classification, finished_at=timezone.now()
+        )
+        # A timed-out or cancelled client call keeps its status (a late answer is refused).
+        ToolCallRow.objects.filter(pk=row.pk, status=CallStatus.PENDING).update(
+            status=CallStatus.FAILED
+        )
+        # Service processes (agrajag itself) never queue diagnoses: no loops of diagnosers.
+        if (
+            diagnose
+            and classification == Classification.AMBIGUOUS
+            and self.process.category != "service"
+        ):
+            from vancetope.tools.health import queue_diagnosis
+
+            try:
+                queue_diagnosis(self.process, manifest.name, error)
+            except Exception:
+                # Diagnosis is a side effect: the engine still gets its tool error.
+                log.exception("could not queue a diagnosis of %s", manifest.name)
+        return ToolResult(
+            False,
+            f"error ({classification}): {error}",
+            error=error,
+            classification=classification,
+            call_id=row.public_id,
+        )
+
+
+def _is_turn_control(exc: Exception) -> bool:
+    """Interrupts and lease loss pass through tools untouched: the lane handles them."""
+    from processes.lanes import LeaseLost
+    from processes.services import TurnInterrupted
+
+    return isinstance(exc, TurnInterrupted | LeaseLost)
+
+
+def _jsonable(data: Any) -> Any:
+    try:
+        json.dumps(data)
+    except TypeError:
+        return str(data)
+    return data
+
+
+def _as_text(data: Any) -> str:
+    limit = int(settings.VANCETOPE_TOOL_RESULT_MAX_CHARS)
+    text = data if isinstance(data, str) else json.dumps(_jsonable(data), ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"… [cut at {limit} characters]"

@@ -1,0 +1,189 @@
+"""Tool rows: every invocation (ToolCall), per-project MCP servers, tool health and the queue of
+ambiguous failures waiting for agrajag."""
+
+from __future__ import annotations
+
+from django.core.validators import URLValidator
+from django.db import models
+from django.utils import timezone
+
+from vancetope.tenancy.models import Project
+
+
+class Location(models.TextChoices):
+    SERVER = "server"  # runs inside the Brain
+    CLIENT = "client"  # runs on the session's bound client, over its WebSocket
+    MCP = "mcp"  # runs on an MCP server configured for the project
+
+
+class Safety(models.TextChoices):
+    SAFE_PROBE = "SAFE_PROBE"  # reads only; agrajag may call it to probe a tool's health
+    MUTATING = "MUTATING"  # changes something; never used as a probe
+
+
+class CallStatus(models.TextChoices):
+    PENDING = "PENDING"  # sent to the client, waiting for its tool-result
+    OK = "OK"  # ran and answered
+    FAILED = "FAILED"  # ran (or was sent) and failed; see error and classification
+    REFUSED = "REFUSED"  # outside the process's pool or arguments invalid: never ran
+    TIMED_OUT = "TIMED_OUT"  # no answer within the timeout; a late result is refused
+    CANCELLED = "CANCELLED"  # the turn was interrupted while waiting; a late result is refused
+
+
+class ToolCall(models.Model):
+    """One invocation through the dispatcher, whatever kind of tool it was: the audit log, and
+    for client tools the row the waiting lane polls (no transaction stays open meanwhile)."""
+
+    process = models.ForeignKey(
+        "processes.ThinkProcess", on_delete=models.CASCADE, related_name="tool_calls"
+    )
+    session = models.ForeignKey(
+        "brain_sessions.Session", on_delete=models.CASCADE, related_name="tool_calls"
+    )
+    tool = models.CharField(max_length=200)
+    location = models.CharField(max_length=8, choices=Location.choices)
+    arguments = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=12, choices=CallStatus.choices)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # What the synchronous checker made of a failure (auth, not-found, …, ambiguous).
+    classification = models.CharField(max_length=32, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["session", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.tool} ({self.status})"
+
+    @property
+    def public_id(self) -> str:
+        return f"call_{self.pk}"
+
+
+class McpTransport(models.TextChoices):
+    STDIO = "stdio"  # the Brain starts `command args…` and talks over its stdin/stdout
+    HTTP = "http"  # streamable HTTP at `url`
+
+
+class McpServer(models.Model):
+    """An MCP server whose tools a project's processes may use (if their pool names them)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="mcp_servers")
+    name = models.SlugField(max_length=100)
+    transport = models.CharField(
+        max_length=8, choices=McpTransport.choices, default=McpTransport.STDIO
+    )
+    command = models.CharField(max_length=1000, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    env = models.JSONField(default=dict, blank=True)
+    # A CharField with a URL validator: the admin's URLField would guess a scheme.
+    url = models.CharField(
+        max_length=1000, blank=True, validators=[URLValidator(schemes=["http", "https"])]
+    )
+    # Put before every tool name of this server, for servers whose names would collide.
+    tool_prefix = models.CharField(max_length=50, blank=True)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="uniq_mcp_server_name"),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(transport="stdio") & ~models.Q(command="")
+                    | models.Q(transport="http") & ~models.Q(url="")
+                ),
+                name="mcp_server_has_command_or_url",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.public_id}/{self.name}"
+
+
+class HealthStatus(models.TextChoices):
+    UP = "UP"  # works (a probe succeeded, or the failure was the caller's)
+    DEGRADED = "DEGRADED"  # works sometimes (rate limits, slow)
+    DOWN = "DOWN"  # does not work; listings mark it
+
+
+class ToolHealth(models.Model):
+    """The last verdict about one tool in one project, written by agrajag."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="tool_health")
+    tool = models.CharField(max_length=200)
+    status = models.CharField(max_length=12, choices=HealthStatus.choices)
+    classification = models.CharField(max_length=32)
+    evidence = models.TextField(blank=True)
+    checked_at = models.DateTimeField(default=timezone.now)
+    checked_by = models.ForeignKey(
+        "processes.ThinkProcess", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["project", "tool"]
+        verbose_name_plural = "tool health"
+        constraints = [models.UniqueConstraint(fields=["project", "tool"], name="uniq_tool_health")]
+
+    def __str__(self) -> str:
+        return f"{self.tool}: {self.status}"
+
+
+class DiagnosisStatus(models.TextChoices):
+    QUEUED = "QUEUED"  # waiting for (or being handled by) its agrajag process
+    DONE = "DONE"  # agrajag wrote a verdict
+
+
+class ToolDiagnosis(models.Model):
+    """Ambiguous failures of one tool, coalesced: while one is open, more failures of the same
+    tool only add to its count and evidence, so one agrajag run handles them all."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=200)
+    status = models.CharField(
+        max_length=8, choices=DiagnosisStatus.choices, default=DiagnosisStatus.QUEUED
+    )
+    failures = models.PositiveIntegerField(default=1)
+    last_error = models.TextField(blank=True)
+    originating_user_id = models.BigIntegerField(null=True, blank=True)
+    process = models.ForeignKey(
+        "processes.ThinkProcess", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "tool diagnoses"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "tool"],
+                condition=models.Q(status="QUEUED"),
+                name="one_open_diagnosis_per_tool",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} ×{self.failures} ({self.status})"
+
+
+class ServiceSession(models.Model):
+    """The system session of one service (e.g. agrajag) in one project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    service = models.CharField(max_length=50)
+    session = models.ForeignKey(
+        "brain_sessions.Session", on_delete=models.CASCADE, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "service"], name="uniq_service_session")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project.public_id}/{self.service}"
