@@ -1,0 +1,226 @@
+"""The chat client's handling of frames, without a Brain: events in seq order exactly once,
+tool calls answered with tool-result frames, replies matched to their requests."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from vancetope.cli.chat import ChatClient, ChatOptions
+from vancetope.cli.config import Config
+from vancetope.cli.fingerprint import Fingerprint
+from vancetope.cli.lines import LineRouter
+
+
+class FakeSocket:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def send(self, raw: str) -> None:
+        self.sent.append(json.loads(raw))
+
+
+@pytest.fixture
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("VANCE_CONFIG_DIR", str(tmp_path / "config"))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "README.md").write_text("hi\n")
+
+    def make(assume_yes: bool = False) -> tuple[ChatClient, io.StringIO, FakeSocket]:
+        output = io.StringIO()
+        console = Console(file=output, width=120, color_system=None)
+        fp = Fingerprint("m-1", str(tmp_path / "work"), str(tmp_path), "dev")
+        chat = ChatClient(
+            Config("http://127.0.0.1:1", "t"),
+            ChatOptions(assume_yes=assume_yes),
+            fp,
+            console,
+            LineRouter(),
+        )
+        socket = FakeSocket()
+        chat.ws = socket  # type: ignore[assignment]
+        chat.connected.set()
+        chat.session_id = "sess_1"
+        chat.printer.chat_process_id = "tp_1"
+        return chat, output, socket
+
+    return make
+
+
+def event(seq: int, name: str, **data: Any) -> dict[str, Any]:
+    return {"type": "event", "seq": seq, "event": name, "data": data}
+
+
+async def settle(chat: ChatClient) -> None:
+    while chat.background:
+        await asyncio.gather(*chat.background)
+
+
+async def test_streamed_deltas_are_shown_once_even_when_replayed(client):
+    chat, output, _ = client()
+    frames = [
+        event(1, "process-status", processId="tp_1", status="RUNNING"),
+        event(2, "chat-delta", processId="tp_1", text="echo: "),
+        event(3, "chat-delta", processId="tp_1", text="hello"),
+        event(4, "chat-message", processId="tp_1", role="assistant", text="echo: hello"),
+    ]
+    for frame in frames:
+        chat._dispatch(frame)
+    # a resume replays what the Brain thinks is missing; nothing shows twice
+    for frame in frames[1:]:
+        chat._dispatch(frame)
+    assert output.getvalue().count("echo: hello") == 1
+    assert "brain › echo: hello" in output.getvalue()
+    assert chat.last_seq == 4
+
+
+async def test_a_tool_call_event_is_answered_with_a_tool_result_frame(client):
+    chat, output, socket = client()
+    # given: the tool-call event of PROTOCOL.md
+    chat._dispatch(
+        event(5, "tool-call", callId="call_1", processId="tp_1", tool="list_files", arguments={})
+    )
+    # when
+    await settle(chat)
+    # then
+    (frame,) = socket.sent
+    assert frame["type"] == "tool-result"
+    assert frame["data"]["callId"] == "call_1"
+    assert frame["data"]["ok"] is True
+    assert [e["path"] for e in frame["data"]["result"]["entries"]] == ["README.md"]
+    assert "list_files → ok" in output.getvalue()
+
+
+async def test_a_mutating_tool_call_asks_and_a_no_is_sent_back(client):
+    chat, output, socket = client()
+    arguments = {"command": "touch made-by-brain"}
+    chat._dispatch(
+        event(
+            6, "tool-call", callId="call_2", processId="tp_1", tool="run_shell", arguments=arguments
+        )
+    )
+    await asyncio.sleep(0.05)
+    assert "Allow run_shell? [y/N]" in output.getvalue()
+    assert "$ touch made-by-brain" in output.getvalue()
+    chat.router.feed("n")
+    await settle(chat)
+    assert socket.sent[0]["data"] == {
+        "callId": "call_2",
+        "ok": False,
+        "error": "the user declined to run run_shell",
+    }
+    assert not (Path(chat.fingerprint.working_dir) / "made-by-brain").exists()
+
+
+async def test_a_typed_line_answers_the_question_not_the_chat(client):
+    chat, _, socket = client()
+    arguments = {"path": "new.txt", "content": "x"}
+    chat._dispatch(
+        event(
+            7,
+            "tool-call",
+            callId="call_3",
+            processId="tp_1",
+            tool="write_file",
+            arguments=arguments,
+        )
+    )
+    await asyncio.sleep(0.05)
+    chat.router.feed("y")
+    await settle(chat)
+    assert socket.sent[0]["data"]["ok"] is True
+    assert chat.router.lines.empty()
+
+
+async def test_the_same_tool_call_is_not_answered_twice(client):
+    chat, _, socket = client(assume_yes=True)
+    call = {"callId": "call_4", "processId": "tp_1", "tool": "git_log", "arguments": {}}
+    chat._dispatch(event(8, "tool-call", **call))
+    chat._dispatch(event(9, "tool-call", **call))
+    await settle(chat)
+    assert len(socket.sent) == 1
+    assert socket.sent[0]["data"]["ok"] is False  # not a git repository
+
+
+async def test_inbox_items_notifications_and_task_trees_show_inline(client):
+    chat, output, _ = client()
+    chat._dispatch(event(1, "inbox-item", item={"id": "inb_3", "question": "Use 2024 data?"}))
+    chat._dispatch(event(2, "notification", text="tp_4 finished", level="info"))
+    tree = {
+        "title": "review",
+        "status": "RUNNING",
+        "children": [{"title": "read", "status": "IDLE"}],
+    }
+    chat._dispatch(event(3, "task-tree", processId="tp_4", tree=tree))
+    chat._dispatch(event(4, "process-status", processId="tp_4", status="PAUSED"))
+    text = output.getvalue()
+    assert "Use 2024 data?" in text
+    assert "/answer inb_3" in text
+    assert "tp_4 finished" in text
+    assert "review" in text
+    assert "read" in text
+    assert "tp_4 PAUSED" in text
+
+
+async def test_context_drift_lists_each_process_and_how_to_decide(client):
+    chat, output, _ = client()
+    chat._resumed(
+        {
+            "session": {
+                "id": "sess_1",
+                "chatProcessId": "tp_1",
+                "fingerprint": {"workingDir": "/a"},
+            },
+            "processes": [
+                {"id": "tp_1", "status": "SUSPENDED", "contextDrift": True, "thinkEngine": "ford"},
+                {"id": "tp_2", "status": "IDLE", "contextDrift": False},
+            ],
+            "missed": [],
+        },
+        reconnect=False,
+    )
+    text = output.getvalue()
+    assert "context drift" in text
+    for choice in ("/resume tp_1", "/stop tp_1", "/reset tp_1"):
+        assert choice in text
+    assert "tp_2" not in text.split("context drift", 1)[1]
+
+
+async def test_replies_are_matched_to_their_requests(client):
+    chat, _, socket = client()
+    waiting = asyncio.create_task(chat._call("process-list", {}))
+    await asyncio.sleep(0)
+    request_id = socket.sent[0]["id"]
+    chat._dispatch({"type": "process-list", "replyTo": request_id, "data": {"processes": []}})
+    assert (await waiting)["data"] == {"processes": []}
+
+
+async def test_a_resume_shows_only_the_missed_events_it_has_not_shown(client):
+    chat, output, _ = client()
+    chat._dispatch(event(1, "chat-delta", processId="tp_1", text="echo: one"))
+    chat._dispatch(event(2, "chat-message", processId="tp_1", role="assistant", text="echo: one"))
+    # given: the connection dropped after seq 2; the Brain answered meanwhile
+    missed = [
+        event(2, "chat-message", processId="tp_1", role="assistant", text="echo: one"),
+        event(3, "chat-delta", processId="tp_1", text="echo: two"),
+        event(4, "chat-message", processId="tp_1", role="assistant", text="echo: two"),
+    ]
+    # when
+    chat._resumed(
+        {"session": {"id": "sess_1", "chatProcessId": "tp_1"}, "processes": [], "missed": missed},
+        reconnect=True,
+    )
+    # then
+    text = output.getvalue()
+    assert text.count("echo: one") == 1
+    assert text.count("echo: two") == 1
+    assert "resumed session sess_1" in text
+    assert "reconnected, 3 events since seq 2" in text
+    assert chat.memory.recall() is not None
+    assert chat.memory.recall().last_seq == 4  # type: ignore[union-attr]

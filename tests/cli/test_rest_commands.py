@@ -1,0 +1,186 @@
+"""The one-shot `vance` commands against a real Brain: rich tables, clear messages, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
+
+FINGERPRINT = {"machineId": "rest-test-machine", "workingDir": "/srv/rest"}
+
+
+def run_vance(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "VANCE_CONFIG_DIR": str(config_dir), "COLUMNS": "200"}
+    return subprocess.run(
+        [sys.executable, "-m", "vancetope.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def brain(tmp_path_factory: pytest.TempPathFactory):
+    var = tmp_path_factory.mktemp("var")
+    env = brain_env(var)
+    token = bootstrap(env)
+    running = Brain(env, free_port())
+    yield running, token, var / "token"
+    running.stop()
+
+
+@pytest.fixture
+def config_dir(tmp_path: Path, brain) -> Path:
+    running, _, token_file = brain
+    config = tmp_path / "vance"
+    done = run_vance(config, "login", "--server", running.url, "--token-file", str(token_file))
+    assert done.returncode == 0, done.stderr
+    return config
+
+
+def test_lifecycle_commands_drive_a_process_and_explain_a_409(brain, config_dir: Path):
+    running, token, _ = brain
+    client = running.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        process_id = created["data"]["chatProcessId"]
+        wait_until(lambda: running.get(f"/api/processes/{process_id}", token)["status"] == "IDLE")
+
+        listed = run_vance(config_dir, "processes", "--status", "idle")
+        assert listed.returncode == 0, listed.stderr
+        assert process_id in listed.stdout
+        assert "IDLE" in listed.stdout
+
+        steered = run_vance(config_dir, "steer", process_id, "focus on 2024")
+        assert steered.returncode == 0, steered.stderr
+        assert f"Steered {process_id}" in steered.stdout
+        reply = client.event("chat-message", role="assistant")
+        assert reply["data"]["text"] == "echo: focus on 2024"
+        wait_until(lambda: running.get(f"/api/processes/{process_id}", token)["status"] == "IDLE")
+
+        paused = run_vance(config_dir, "pause", process_id)
+        assert (paused.returncode, paused.stdout.strip()) == (0, f"{process_id}: PAUSED")
+        resumed = run_vance(config_dir, "resume", process_id)
+        assert (resumed.returncode, resumed.stdout.strip()) == (0, f"{process_id}: IDLE")
+        stopped = run_vance(config_dir, "stop", process_id)
+        assert stopped.returncode == 0
+        assert stopped.stdout.strip() == f"{process_id}: CLOSED (STOPPED)"
+
+        # when: a command the status forbids
+        again = run_vance(config_dir, "pause", process_id)
+        # then: exit 1 and a message that says why
+        assert again.returncode == 1
+        message = " ".join(again.stderr.split())
+        assert message.startswith(f"Refused (409 conflict): cannot pause process {process_id}")
+        assert "CLOSED" in message
+        assert "status does not allow this" in message
+    finally:
+        client.close()
+
+
+def test_an_unknown_process_is_a_clear_404(config_dir: Path):
+    done = run_vance(config_dir, "steer", "tp_99999", "hello")
+    assert done.returncode == 1
+    assert "Not found (404): process tp_99999 not found" in done.stderr
+
+
+def test_engines_and_recipes_are_tables(config_dir: Path):
+    engines = run_vance(config_dir, "engines")
+    assert engines.returncode == 0, engines.stderr
+    assert "Think engines" in engines.stdout
+    assert "ford" in engines.stdout
+    recipes = run_vance(config_dir, "recipes")
+    assert recipes.returncode == 0, recipes.stderr
+    assert "ford" in recipes.stdout
+
+
+def test_runs_and_inbox_say_they_are_not_available_yet(config_dir: Path):
+    runs = run_vance(config_dir, "runs", "--engine", "tp_1")
+    assert runs.returncode == 1
+    assert "Run logs are not available on this Brain yet." in runs.stderr
+    inbox = run_vance(config_dir, "inbox")
+    assert inbox.returncode == 1
+    assert "Inbox items are not available on this Brain yet." in inbox.stderr
+    answer = run_vance(config_dir, "inbox", "answer", "inb_1", "yes")
+    assert answer.returncode == 1
+    assert "not available on this Brain yet" in answer.stderr
+
+
+def test_a_refused_token_is_not_stored_and_says_to_log_in_again(brain, tmp_path: Path):
+    running, _, _ = brain
+    config = tmp_path / "bad"
+    done = run_vance(config, "login", "--server", running.url, "--token", "not-a-token")
+    assert done.returncode == 3
+    assert "refused the token (401" in done.stderr
+    assert not (config / "config.json").exists()
+
+
+def test_commands_before_login_say_how_to_log_in(tmp_path: Path):
+    done = run_vance(tmp_path / "empty", "processes")
+    assert done.returncode == 3
+    assert "vance login" in done.stderr
+
+
+def test_an_unreachable_brain_exits_4(tmp_path: Path):
+    config = tmp_path / "offline"
+    port = free_port()
+    login = run_vance(config, "login", "--server", f"127.0.0.1:{port}", "--token", "t")
+    assert login.returncode == 0
+    assert "not verified" in login.stderr
+    done = run_vance(config, "engines")
+    assert done.returncode == 4
+    assert "Is the Brain running?" in done.stderr
+
+
+def chat_exit(config_dir: Path) -> tuple[int, str]:
+    """`vance chat` with its input held open, so only the connection decides how it ends."""
+    env = {**os.environ, "VANCE_CONFIG_DIR": str(config_dir), "COLUMNS": "200"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vancetope.cli", "chat"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        code = process.wait(timeout=60)
+        assert process.stdout is not None
+        return code, " ".join(process.stdout.read().split())
+    finally:
+        if process.poll() is None:
+            process.kill()
+        assert process.stdin is not None
+        process.stdin.close()
+
+
+def test_chat_with_a_refused_token_exits_3(brain, tmp_path: Path):
+    running, _, _ = brain
+    config = tmp_path / "stale"
+    config.mkdir()
+    (config / "config.json").write_text(json.dumps({"server": running.url, "token": "stale"}))
+    code, output = chat_exit(config)
+    assert code == 3
+    assert "The Brain refused the token (401)" in output
+
+
+def test_chat_without_a_brain_exits_4(tmp_path: Path):
+    config = tmp_path / "offline"
+    config.mkdir()
+    server = f"http://127.0.0.1:{free_port()}"
+    (config / "config.json").write_text(json.dumps({"server": server, "token": "t"}))
+    code, output = chat_exit(config)
+    assert code == 4
+    assert f"Cannot reach the Brain at {server}" in output

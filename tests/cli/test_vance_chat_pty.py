@@ -1,0 +1,257 @@
+"""`vance chat` in a pseudo-terminal against a real Brain (its own OS process), as a person
+would use it: type, watch the streamed reply, survive a Brain restart, answer tool calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.cli.terminal import Terminal
+from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
+from vancetope.cli.config import CONFIG_FILE, SESSIONS_FILE
+
+# Brain environment, token, port, vance config directory, working directory.
+Setup = tuple[dict[str, str], str, int, Path, Path]
+
+
+def vance_env(config_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "VANCE_CONFIG_DIR": str(config_dir),
+        "VANCE_MACHINE_ID": "pty-test-machine",
+        "TERM": "xterm-256color",
+        "COLUMNS": "120",
+    }
+
+
+def vance(config_dir: Path, *args: str, cwd: Path) -> Terminal:
+    return Terminal(
+        [sys.executable, "-m", "vancetope.cli", *args], cwd=cwd, env=vance_env(config_dir)
+    )
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> Setup:
+    var = tmp_path / "var"
+    var.mkdir()
+    # A crash of the Brain on shutdown leaves a Python traceback in brain.log.
+    env = brain_env(var, PYTHONFAULTHANDLER="1")
+    token = bootstrap(env)
+    config_dir = tmp_path / "vance"
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / "README.md").write_text("# demo\n")
+    (work / "src").mkdir()
+    return env, token, free_port(), config_dir, work
+
+
+def login(config_dir: Path, port: int, token_file: Path, work: Path) -> None:
+    terminal = vance(
+        config_dir,
+        "login",
+        "--server",
+        f"http://127.0.0.1:{port}",
+        "--token-file",
+        str(token_file),
+        cwd=work,
+    )
+    try:
+        terminal.expect("Logged in to")
+        assert terminal.wait() == 0
+    finally:
+        terminal.close()
+
+
+def remembered_session(config_dir: Path) -> str:
+    sessions = json.loads((config_dir / SESSIONS_FILE).read_text())
+    (entry,) = sessions.values()
+    return str(entry["sessionId"])
+
+
+def test_chat_streams_the_reply_and_resumes_its_session_after_a_brain_restart(setup: Setup):
+    env, token, port, config_dir, work = setup
+    brain = Brain(env, port)
+    chat: Terminal | None = None
+    try:
+        login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
+        assert oct((config_dir / CONFIG_FILE).stat().st_mode & 0o777) == "0o600"
+
+        # given: a chat in this working directory
+        chat = vance(config_dir, "chat", cwd=work)
+        session_id = chat.expect(r"new session (sess_\d+)").group(1)
+        # when: a message is sent, then the streamed echo comes back
+        chat.send_line("hello")
+        chat.expect(r"brain › echo: hello")
+        assert remembered_session(config_dir) == session_id
+
+        # when the Brain restarts (SIGTERM, then again on the same port and var dir); its exit
+        # code is test_brain_process's business, this test is about the client
+        brain.stop()
+        chat.expect("Connection to the Brain lost; reconnecting")
+        brain = Brain(env, port)
+        # then the running chat reconnects to the same session and chats on
+        resumed = chat.expect(r"resumed session (sess_\d+)  chat process tp_\d+  \(reconnected")
+        assert resumed.group(1) == session_id
+        chat.send_line("again")
+        chat.expect(r"brain › echo: again")
+        # nothing shown twice across the reconnect
+        assert chat.output.count("echo: hello") == 1
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+        chat.close()
+
+        # and a new `vance chat` in the same directory resumes the remembered session
+        chat = vance(config_dir, "chat", cwd=work)
+        assert chat.expect(r"resumed session (sess_\d+)").group(1) == session_id
+        chat.send_line("third")
+        chat.expect(r"brain › echo: third")
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+        assert remembered_session(config_dir) == session_id
+        detail = brain.get(f"/api/sessions/{session_id}", token)
+        assert detail["fingerprint"]["machineId"] == "pty-test-machine"
+        assert detail["fingerprint"]["workingDir"] == str(work.resolve())
+        assert detail["clientType"] == "cli"
+    finally:
+        if chat is not None:
+            chat.close()
+        brain.stop()
+
+
+TOOL_SCRIPT = """\
+- match: "which files"
+  tool_calls:
+    - name: list_files
+      arguments: {path: "."}
+  times: 1
+- match: "take a note"
+  tool_calls:
+    - name: write_file
+      arguments: {path: "notes/todo.txt", content: "buy milk"}
+  times: 1
+- match: "escape"
+  tool_calls:
+    - name: read_file
+      arguments: {path: "../var/token"}
+  times: 1
+"""
+
+
+def create_tool_recipe(brain: Brain, token: str) -> None:
+    """A chat recipe whose engine (frankie) may call the CLI's file tools."""
+    body = {
+        "name": "cli-files",
+        "engine": "frankie",
+        "scope": "project",
+        "projectId": "proj_default",
+        "allowedToolsAdd": ["list_files", "read_file", "write_file"],
+    }
+    request = urllib.request.Request(
+        f"{brain.url}/api/recipes",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 201
+
+
+def test_chat_answers_the_brains_list_files_call_from_the_working_directory(
+    setup: Setup, tmp_path: Path
+):
+    env, token, port, config_dir, work = setup
+    script = tmp_path / "script.yaml"
+    script.write_text(TOOL_SCRIPT)
+    brain = Brain({**env, "VANCETOPE_LLM_SCRIPT": str(script)}, port)
+    chat: Terminal | None = None
+    try:
+        create_tool_recipe(brain, token)
+        login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
+        chat = vance(config_dir, "chat", "--recipe", "cli-files", cwd=work)
+        chat.expect(r"new session (sess_\d+)")
+        chat.send_line("which files are here?")
+        # the Brain calls list_files; the CLI runs it here (a SAFE_PROBE: no question asked)
+        chat.expect(r"calls list_files\(\{\"path\": \"\.\"\}\)")
+        chat.expect(r"list_files → ok")
+        chat.expect(r"brain › echo: which files are here\?")
+        assert "Allow" not in chat.output
+
+        # a MUTATING tool asks first; the typed answer goes to the question, not the chat
+        chat.send_line("take a note")
+        chat.expect(r"Allow write_file\? \[y/N\]")
+        chat.send_line("y")
+        chat.expect(r"write_file → ok")
+        chat.expect(r"brain › echo: take a note")
+        assert (work / "notes" / "todo.txt").read_text() == "buy milk"
+
+        # a path outside the working directory is refused in the tool-result
+        chat.send_line("escape")
+        chat.expect(r"read_file → refused: '\.\./var/token' is outside the working directory")
+        chat.expect(r"brain › echo: escape")
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+
+        # the Brain got the listing of the working directory as the tool's result
+        chat_process = brain.get("/api/processes?session=" + remembered_session(config_dir), token)
+        process_id = chat_process["results"][0]["id"]
+        detail = brain.get(f"/api/processes/{process_id}", token)
+        tool_messages = [m for m in detail["conversation"] if m["role"] == "tool"]
+        assert len(tool_messages) == 3
+        listing = tool_messages[0]["content"]
+        assert "README.md" in listing
+        assert "src" in listing
+    finally:
+        if chat is not None:
+            chat.close()
+        brain.stop()
+
+
+def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, tmp_path: Path):
+    env, token, port, config_dir, work = setup
+    brain = Brain(env, port)
+    chat: Terminal | None = None
+    try:
+        login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
+        chat = vance(config_dir, "chat", cwd=work)
+        session_id = chat.expect(r"new session (sess_\d+)  chat process (tp_\d+)").group(1)
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+        chat.close()
+
+        # another machine: refused, explained, and (with --yes) a new session instead
+        other_env = {**vance_env(config_dir), "VANCE_MACHINE_ID": "someone-elses-laptop"}
+        chat = Terminal(
+            [sys.executable, "-m", "vancetope.cli", "chat", "--session", session_id, "--yes"],
+            cwd=work,
+            env=other_env,
+        )
+        chat.expect("resume refused")
+        chat.expect(f"Session {session_id} belongs to another machine")
+        new_id = chat.expect(r"new session (sess_\d+)").group(1)
+        assert new_id != session_id
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+        chat.close()
+
+        # same machine, another directory: resumed, and the drifted process is listed
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        chat = vance(config_dir, "chat", "--session", session_id, cwd=elsewhere)
+        chat.expect(rf"resumed session {session_id}")
+        chat.expect("context drift")
+        drifted = chat.expect(r"(tp_\d+) \(ford: chat\) — /resume tp_\d+ \(at your own risk\)")
+        process_id = drifted.group(1)
+        chat.expect(rf"/stop {process_id}, or /reset {process_id}")
+        chat.send_line(f"/resume {process_id}")
+        chat.expect(rf"{process_id}: IDLE")
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+    finally:
+        if chat is not None:
+            chat.close()
+        brain.stop()

@@ -1,0 +1,1 @@
+"""`vance`: the terminal client of the Brain (PROTOCOL.md, section CLI)."""

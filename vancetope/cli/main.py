@@ -1,0 +1,280 @@
+"""`vance`: argument parsing and the one-shot REST commands. `vance chat` lives in chat.py.
+
+Exit codes: 0 done; 1 the Brain refused (400, 404, 409, …) or the feature is not available on
+this Brain; 2 usage; 3 not logged in or the token was refused (401/403); 4 Brain unreachable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from vancetope.cli.api import ApiError, BrainApi, BrainUnreachable
+from vancetope.cli.chat import ChatClient, ChatOptions
+from vancetope.cli.config import Config, ConfigError, load_config, normalise_server, save_config
+from vancetope.cli.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from vancetope.cli.fingerprint import current_fingerprint
+from vancetope.cli.lines import LineRouter
+from vancetope.cli.render import (
+    engines_table,
+    generic_table,
+    process_table,
+    recipes_table,
+)
+
+STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+class NotAvailable(Exception):
+    """The Brain has no endpoint for this command yet."""
+
+
+def fail(message: str, code: int) -> int:
+    err.print(Text(message, style="bold red"))
+    return code
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    if args.token_file:
+        try:
+            token = Path(args.token_file).expanduser().read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            return fail(f"cannot read the token file: {exc}", EXIT_REFUSED)
+    else:
+        token = (args.token or "").strip()
+    if not token:
+        return fail("the token is empty", EXIT_REFUSED)
+    try:
+        config = Config(server=normalise_server(args.server), token=token)
+    except ValueError as exc:
+        return fail(str(exc), EXIT_REFUSED)
+    try:
+        BrainApi(config).get("sessions", limit=1)
+    except BrainUnreachable as exc:
+        err.print(Text(f"warning: {exc}; saved anyway, not verified", style="yellow"))
+    # A 401 here propagates: a token the Brain refuses is not stored.
+    path = save_config(config)
+    out.print(f"Logged in to {config.server}; settings saved to {path} (mode 0600).")
+    return EXIT_OK
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    config = load_config()
+    options = ChatOptions(
+        project=args.project,
+        recipe=args.recipe,
+        assume_yes=args.yes,
+        session_id=args.session,
+        new_session=args.new,
+    )
+
+    async def chat() -> int:
+        router = LineRouter()
+        router.start()
+        client = ChatClient(config, options, current_fingerprint(), out, router)
+        return await client.run()
+
+    try:
+        return asyncio.run(chat())
+    except KeyboardInterrupt:
+        out.print()
+        return 130
+
+
+def cmd_processes(args: argparse.Namespace) -> int:
+    rows, count = BrainApi(load_config()).results(
+        "processes",
+        status=args.status,
+        session=args.session,
+        engine=args.engine,
+        limit=args.limit,
+    )
+    out.print(process_table(rows, f"Processes ({len(rows)} of {count})"))
+    return EXIT_OK
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    reply = BrainApi(load_config()).post(
+        f"processes/{args.process_id}/steer", {"message": args.message}
+    )
+    out.print(f"Steered {reply['processId']}; {reply['pending']} message(s) pending.")
+    return EXIT_OK
+
+
+def lifecycle(verb: str) -> Callable[[argparse.Namespace], int]:
+    def command(args: argparse.Namespace) -> int:
+        process = BrainApi(load_config()).post(f"processes/{args.process_id}/{verb}")
+        line = Text(f"{process['id']}: ")
+        line.append(process["status"], style="bold")
+        if process.get("closeReason"):
+            line.append(f" ({process['closeReason']})")
+        out.print(line)
+        return EXIT_OK
+
+    return command
+
+
+def cmd_engines(args: argparse.Namespace) -> int:
+    rows, _ = BrainApi(load_config()).results("think-engines", limit=200)
+    out.print(engines_table(rows))
+    return EXIT_OK
+
+
+def cmd_recipes(args: argparse.Namespace) -> int:
+    rows, _ = BrainApi(load_config()).results("recipes", engine=args.engine, limit=500)
+    out.print(recipes_table(rows))
+    return EXIT_OK
+
+
+def not_yet(feature: str, call: Callable[[], int]) -> int:
+    """Run a command whose endpoint this Brain may not have; a route-level 404 (not the Brain's
+    own not-found error) means the feature is not there."""
+    try:
+        return call()
+    except ApiError as exc:
+        if exc.endpoint_missing:
+            return fail(f"{feature} are not available on this Brain yet.", EXIT_REFUSED)
+        raise
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    def listing() -> int:
+        rows, count = BrainApi(load_config()).results(
+            "runs", process=args.engine, status=args.status, limit=args.limit
+        )
+        out.print(generic_table(f"Runs ({len(rows)} of {count})", rows))
+        return EXIT_OK
+
+    return not_yet("Run logs", listing)
+
+
+def cmd_inbox(args: argparse.Namespace) -> int:
+    api = BrainApi(load_config())
+    if args.inbox_command == "answer":
+
+        def answer() -> int:
+            api.post(f"inbox/{args.item_id}/answer", {"answer": args.answer})
+            out.print(f"Answered {args.item_id}.")
+            return EXIT_OK
+
+        return not_yet("Inbox items", answer)
+
+    def listing() -> int:
+        rows, count = api.results("inbox", status=args.status, limit=args.limit)
+        out.print(generic_table(f"Inbox ({len(rows)} of {count})", rows))
+        return EXIT_OK
+
+    return not_yet("Inbox items", listing)
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="vance", description="The Vancetope Brain client.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    login = commands.add_parser("login", help="store the Brain's URL and an API token")
+    login.add_argument("--server", required=True, help="e.g. http://127.0.0.1:8000")
+    token = login.add_mutually_exclusive_group(required=True)
+    token.add_argument("--token")
+    token.add_argument("--token-file", help="a file holding the token (e.g. var/token)")
+    login.set_defaults(run=cmd_login)
+
+    chat = commands.add_parser("chat", help="chat in this directory's session")
+    chat.add_argument("--project", default="proj_default")
+    chat.add_argument("--recipe", help="chat recipe of a new session")
+    chat.add_argument("--yes", "-y", action="store_true", help="run MUTATING tools unasked")
+    chat.add_argument("--session", help="resume this session (sess_N) instead")
+    chat.add_argument("--new", action="store_true", help="start a new session")
+    chat.set_defaults(run=cmd_chat)
+
+    processes = commands.add_parser("processes", help="list processes")
+    processes.add_argument("--status", choices=STATUSES, type=str.upper)
+    processes.add_argument("--session", help="sess_N")
+    processes.add_argument("--engine", help="think engine name")
+    processes.add_argument("--limit", type=int, default=50)
+    processes.set_defaults(run=cmd_processes)
+
+    steer = commands.add_parser("steer", help="send a steering message to a process")
+    steer.add_argument("process_id", metavar="tp_N")
+    steer.add_argument("message")
+    steer.set_defaults(run=cmd_steer)
+
+    for verb in ("pause", "resume", "stop", "reset"):
+        command = commands.add_parser(verb, help=f"{verb} a process")
+        command.add_argument("process_id", metavar="tp_N")
+        command.set_defaults(run=lifecycle(verb))
+
+    engines = commands.add_parser("engines", help="list think engines")
+    engines.set_defaults(run=cmd_engines)
+
+    recipes = commands.add_parser("recipes", help="list recipes")
+    recipes.add_argument("--engine", help="only recipes of this engine")
+    recipes.set_defaults(run=cmd_recipes)
+
+    runs = commands.add_parser("runs", help="list run logs")
+    runs.add_argument("--engine", metavar="tp_N", help="the runs of this process")
+    runs.add_argument("--status")
+    runs.add_argument("--limit", type=int, default=50)
+    runs.set_defaults(run=cmd_runs)
+
+    inbox = commands.add_parser("inbox", help="list inbox items, or answer one")
+    inbox.add_argument("--status")
+    inbox.add_argument("--limit", type=int, default=50)
+    inbox_commands = inbox.add_subparsers(dest="inbox_command", metavar="answer")
+    answer = inbox_commands.add_parser("answer", help="answer an inbox item")
+    answer.add_argument("item_id", metavar="inb_N")
+    answer.add_argument("answer")
+    inbox.set_defaults(run=cmd_inbox)
+    return parser
+
+
+def explain(exc: ApiError) -> int:
+    if exc.status == 401:
+        return fail(
+            f"The Brain refused the token (401 {exc.error}: {exc.message}). "
+            "Run `vance login` with a valid token.",
+            EXIT_AUTH,
+        )
+    if exc.status == 403:
+        return fail(f"Not allowed (403): {exc.message}", EXIT_AUTH)
+    if exc.status == 404:
+        if not exc.structured:
+            return fail("This Brain has no such endpoint (404).", EXIT_REFUSED)
+        return fail(f"Not found (404): {exc.message}", EXIT_REFUSED)
+    if exc.status == 409:
+        return fail(
+            f"Refused (409 {exc.error}): {exc.message}. The process's status does not allow "
+            "this; `vance processes` shows it.",
+            EXIT_REFUSED,
+        )
+    return fail(f"The Brain answered {exc.status} {exc.error}: {exc.message}", EXIT_REFUSED)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except ConfigError as exc:
+        return fail(str(exc), EXIT_AUTH)
+    except BrainUnreachable as exc:
+        return fail(f"{exc}. Is the Brain running?", EXIT_UNREACHABLE)
+    except ApiError as exc:
+        return explain(exc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

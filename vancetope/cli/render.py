@@ -1,0 +1,238 @@
+"""How `vance` shows things: rich tables for lists, and the chat's events as they arrive."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+STATUS_STYLES = {
+    "RUNNING": "green",
+    "IDLE": "cyan",
+    "BLOCKED": "yellow",
+    "PAUSED": "yellow",
+    "SUSPENDED": "magenta",
+    "CLOSED": "dim",
+    "INIT": "dim",
+}
+LEVEL_STYLES = {"error": "bold red", "warning": "yellow", "info": "blue", "success": "green"}
+# Statuses of the chat process every turn passes through; not worth a line each time.
+ROUTINE_CHAT_STATUSES = {"RUNNING", "IDLE"}
+
+
+def status_text(status: str | None, close_reason: str | None = None) -> Text:
+    label = status or "?"
+    if close_reason:
+        label = f"{label}/{close_reason}"
+    return Text(label, style=STATUS_STYLES.get(status or "", ""))
+
+
+def process_table(processes: list[dict[str, Any]], title: str = "Processes") -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("id", "engine", "recipe", "status", "drift", "session", "goal", "tokens"):
+        table.add_column(column, overflow="fold")
+    for process in processes:
+        usage = process.get("usage") or {}
+        table.add_row(
+            process.get("id", ""),
+            process.get("thinkEngine") or "",
+            process.get("recipe") or "",
+            status_text(process.get("status"), process.get("closeReason")),
+            "yes" if process.get("contextDrift") else "",
+            process.get("sessionId") or "",
+            (process.get("goal") or "")[:60],
+            f"{usage.get('promptTokens', 0)}/{usage.get('completionTokens', 0)}",
+        )
+    return table
+
+
+def engines_table(engines: list[dict[str, Any]]) -> Table:
+    table = Table(title="Think engines", title_justify="left")
+    for column in ("name", "version", "title", "description"):
+        table.add_column(column, overflow="fold")
+    for engine in engines:
+        table.add_row(
+            str(engine.get("name", "")),
+            str(engine.get("version", "")),
+            str(engine.get("title") or ""),
+            str(engine.get("description") or ""),
+        )
+    return table
+
+
+def recipes_table(recipes: list[dict[str, Any]]) -> Table:
+    table = Table(title="Recipes", title_justify="left")
+    for column in ("name", "engine", "scope", "category", "title"):
+        table.add_column(column, overflow="fold")
+    for recipe in recipes:
+        table.add_row(
+            str(recipe.get("name", "")),
+            str(recipe.get("engine", "")),
+            str(recipe.get("scope") or ""),
+            str(recipe.get("category") or ""),
+            str(recipe.get("title") or ""),
+        )
+    return table
+
+
+def generic_table(title: str, rows: list[dict[str, Any]]) -> Table:
+    """A table of whatever fields the rows carry (runs and inbox items have no fixed shape
+    in this client yet)."""
+    table = Table(title=title, title_justify="left")
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(key for key in row if key not in columns)
+    for column in columns[:8]:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*[_cell(row.get(column)) for column in columns[:8]])
+    return table
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)[:80]
+    return str(value)
+
+
+def task_tree(process_id: str, tree: Any) -> Tree:
+    """A task tree of any engine: nodes are dicts with a title-ish field, a status and
+    `children`; anything else is shown as it is."""
+    root = Tree(Text(f"{process_id} task tree", style="bold"))
+    _add_nodes(root, tree)
+    return root
+
+
+def _add_nodes(parent: Tree, node: Any) -> None:
+    if isinstance(node, list):
+        for child in node:
+            _add_nodes(parent, child)
+        return
+    if not isinstance(node, dict):
+        parent.add(str(node))
+        return
+    label = next(
+        (str(node[key]) for key in ("title", "name", "goal", "text", "id") if node.get(key)),
+        "(node)",
+    )
+    line = Text(label)
+    if node.get("status"):
+        line.append("  ")
+        line.append_text(status_text(str(node["status"])))
+    branch = parent.add(line)
+    _add_nodes(branch, node.get("children") or [])
+
+
+def inbox_panel(item: dict[str, Any]) -> Panel:
+    item_id = item.get("id", "?")
+    text = item.get("question") or item.get("text") or item.get("title") or json.dumps(item)
+    body = Text(str(text))
+    body.append(f"\nanswer with: /answer {item_id} <text>", style="dim")
+    return Panel(body, title=f"inbox {item_id}", title_align="left", border_style="yellow")
+
+
+def error_text(data: dict[str, Any]) -> Text:
+    return Text(
+        f"[{data.get('code')}] {data.get('error')}: {data.get('message')}", style="bold red"
+    )
+
+
+class EventPrinter:
+    """Shows session events in order. Deltas of one reply are printed as they stream; the
+    stored message then only ends the line (or is printed whole if its deltas were missed)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.chat_process_id: str | None = None
+        self.streaming: str | None = None  # the process whose reply is being streamed
+        self.statuses: dict[str, str] = {}  # the last status seen of each process
+
+    def end_stream(self) -> None:
+        if self.streaming is not None:
+            self.console.print()
+            self.streaming = None
+
+    def line(self, renderable: Any) -> None:
+        self.end_stream()
+        self.console.print(renderable)
+
+    def show(self, event: str, data: dict[str, Any]) -> None:
+        handler = getattr(self, "on_" + event.replace("-", "_"), None)
+        if handler is None:
+            self.line(Text(f"· {event}: {json.dumps(data)[:200]}", style="dim"))
+        else:
+            handler(data)
+
+    def _prefix(self, process_id: str) -> str:
+        return "brain › " if process_id == self.chat_process_id else f"{process_id} › "
+
+    def on_chat_delta(self, data: dict[str, Any]) -> None:
+        process_id = str(data.get("processId"))
+        if self.streaming != process_id:
+            self.end_stream()
+            self.console.print(self._prefix(process_id), style="bold cyan", end="")
+            self.streaming = process_id
+        self.console.print(
+            str(data.get("text", "")), end="", markup=False, highlight=False, soft_wrap=True
+        )
+
+    def on_chat_message(self, data: dict[str, Any]) -> None:
+        process_id = str(data.get("processId"))
+        role = data.get("role")
+        if role == "assistant" and self.streaming == process_id:
+            self.end_stream()
+            return
+        if role == "user" and process_id == self.chat_process_id:
+            return  # what the user typed; the terminal shows it already
+        if role == "assistant":
+            self.line(
+                Text.assemble((self._prefix(process_id), "bold cyan"), str(data.get("text", "")))
+            )
+        else:
+            self.line(Text(f"{process_id} [{role}] {data.get('text', '')}", style="dim"))
+
+    def on_process_status(self, data: dict[str, Any]) -> None:
+        process_id = str(data.get("processId"))
+        status = data.get("status")
+        previous = self.statuses.get(process_id)
+        self.statuses[process_id] = str(status)
+        routine = status in ROUTINE_CHAT_STATUSES
+        # The chat process's turns go RUNNING → IDLE all the time; show only the way back
+        # from anything else (a resume after PAUSED or SUSPENDED).
+        if (
+            process_id == self.chat_process_id
+            and routine
+            and previous in {None, *ROUTINE_CHAT_STATUSES}
+        ):
+            return
+        line = Text(f"· {process_id} ", style="dim")
+        line.append_text(status_text(status, data.get("closeReason")))
+        if data.get("contextDrift"):
+            line.append("  context drift: /resume, /stop or /reset it", style="yellow")
+        self.line(line)
+
+    def on_task_tree(self, data: dict[str, Any]) -> None:
+        self.line(task_tree(str(data.get("processId")), data.get("tree")))
+
+    def on_inbox_item(self, data: dict[str, Any]) -> None:
+        self.line(inbox_panel(data.get("item") or {}))
+
+    def on_notification(self, data: dict[str, Any]) -> None:
+        level = str(data.get("level") or "info")
+        self.line(Text(f"! {data.get('text', '')}", style=LEVEL_STYLES.get(level, "")))
+
+    def on_session_status(self, data: dict[str, Any]) -> None:
+        self.line(Text(f"· session {data.get('status')}", style="dim"))
+
+    def on_tool_call(self, data: dict[str, Any]) -> None:
+        arguments = json.dumps(data.get("arguments") or {})
+        self.line(
+            Text(f"⚙ {data.get('processId')} calls {data.get('tool')}({arguments[:200]})", "blue")
+        )

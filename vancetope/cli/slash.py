@@ -1,0 +1,97 @@
+"""The /commands inside `vance chat`: each sends one request over the chat's socket."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rich.text import Text
+
+from vancetope.cli.exits import EXIT_OK
+from vancetope.cli.render import error_text, inbox_panel, process_table
+
+if TYPE_CHECKING:
+    from vancetope.cli.chat import ChatClient
+
+HELP = """\
+/processes [STATUS]    the processes of this session
+/steer tp_N TEXT       send a steering message to a process
+/pause [tp_N]          pause a process (default: the chat process)
+/resume [tp_N]         resume a paused, suspended or drifted process
+/stop [tp_N]           stop a process for good
+/reset [tp_N]          reset a process (e.g. after context drift)
+/inbox                 list inbox items; /answer inb_N TEXT answers one
+/session               which session this is
+/close                 close the session (its processes stop) and leave
+/quit                  leave; the session stays resumable from this directory"""
+
+
+async def run_slash_command(chat: ChatClient, line: str) -> int | None:
+    """Run one /command typed into the chat; an exit code when the chat should end."""
+    name, _, rest = line[1:].partition(" ")
+    rest = rest.strip()
+    chat_process = chat.printer.chat_process_id
+    if name in {"quit", "exit", "q"}:
+        return EXIT_OK
+    if name == "help":
+        chat.printer.line(Text(HELP))
+    elif name == "session":
+        chat.printer.line(
+            Text(
+                f"session {chat.session_id}, chat process {chat_process}, "
+                f"working directory {chat.fingerprint.working_dir}, last event {chat.last_seq}"
+            )
+        )
+    elif name == "close":
+        reply = await chat.request("session-close", {})
+        show_reply(chat, reply, f"session {chat.session_id} closed")
+        chat.memory.forget()
+        chat.session_id = None
+        return EXIT_OK
+    elif name == "processes":
+        data = {"status": rest.upper()} if rest else {}
+        reply = await chat.request("process-list", data)
+        if reply["type"] == "error":
+            chat.printer.line(error_text(reply["data"]))
+        else:
+            chat.printer.line(process_table(reply["data"]["processes"], "This session"))
+    elif name == "steer":
+        process_id, _, text = rest.partition(" ")
+        if not process_id or not text.strip():
+            chat.printer.line(Text("usage: /steer tp_N TEXT", style="yellow"))
+            return None
+        reply = await chat.request(
+            "process-steer", {"processId": process_id, "message": text.strip()}
+        )
+        show_reply(chat, reply, f"steered {process_id}")
+    elif name in {"pause", "resume", "stop", "reset"}:
+        target = rest or chat_process or ""
+        reply = await chat.request(f"process-{name}", {"processId": target})
+        if reply["type"] != "error":
+            process = reply["data"]["process"]
+            chat.printer.line(Text(f"{process['id']}: {process['status']}"))
+        else:
+            chat.printer.line(error_text(reply["data"]))
+    elif name == "inbox":
+        reply = await chat.request("inbox-list", {})
+        if reply["type"] == "error":
+            chat.printer.line(error_text(reply["data"]))
+        else:
+            for item in reply["data"].get("items") or []:
+                chat.printer.line(inbox_panel(item))
+    elif name == "answer":
+        item_id, _, text = rest.partition(" ")
+        if not item_id or not text.strip():
+            chat.printer.line(Text("usage: /answer inb_N TEXT", style="yellow"))
+            return None
+        reply = await chat.request("inbox-answer", {"itemId": item_id, "answer": text.strip()})
+        show_reply(chat, reply, f"answered {item_id}")
+    else:
+        chat.printer.line(Text(f"unknown command /{name}; /help lists them", style="yellow"))
+    return None
+
+
+def show_reply(chat: ChatClient, reply: dict[str, Any], success: str) -> None:
+    if reply["type"] == "error":
+        chat.printer.line(error_text(reply["data"]))
+    else:
+        chat.printer.line(Text(success, style="green"))
