@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from django import forms
@@ -7,15 +8,30 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from processes import services
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from sessions_app.models import SessionEvent
 from vancetope.errors import BrainError
 
+# How many of the session's newest events the process page shows.
+RECENT_EVENTS = 20
 
-class PendingInline(admin.TabularInline):
-    model = PendingMessage
+
+class ReadOnlyInline(admin.TabularInline):
+    """Rows written only by the lifecycle service and the lanes: shown, never added here."""
+
     extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: ThinkProcess | None = None) -> bool:
+        return False
+
+
+class PendingInline(ReadOnlyInline):
+    model = PendingMessage
     fields = readonly_fields = (
         "seq",
         "kind",
@@ -25,13 +41,11 @@ class PendingInline(admin.TabularInline):
         "consumed_fence",
         "created_at",
     )
-    can_delete = False
     ordering = ["seq"]
 
 
-class ConversationInline(admin.TabularInline):
+class ConversationInline(ReadOnlyInline):
     model = ConversationMessage
-    extra = 0
     fields = readonly_fields = (
         "index",
         "role",
@@ -39,13 +53,11 @@ class ConversationInline(admin.TabularInline):
         "tool_calls",
         "created_at",
     )
-    can_delete = False
     ordering = ["index"]
 
 
-class TransitionInline(admin.TabularInline):
+class TransitionInline(ReadOnlyInline):
     model = ProcessTransition
-    extra = 0
     fields = readonly_fields = (
         "at",
         "call",
@@ -54,7 +66,6 @@ class TransitionInline(admin.TabularInline):
         "close_reason",
         "detail",
     )
-    can_delete = False
 
 
 class CategoryFilter(admin.SimpleListFilter):
@@ -131,6 +142,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "recipe_name",
         "recipe_snapshot",
         "engine_state",
+        "task_tree",
         "status",
         "close_reason",
         "context_drift",
@@ -146,6 +158,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "last_error",
         "created_at",
         "updated_at",
+        "recent_session_events",
     ]
     inlines = [PendingInline, TransitionInline, ConversationInline]
     actions = [
@@ -154,6 +167,40 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         lifecycle_action(services.stop_process, "stop"),
         lifecycle_action(services.reset_process, "reset"),
     ]
+
+    @admin.display(description="task tree")
+    def task_tree(self, process: ThinkProcess) -> SafeString | str:
+        tree = (process.engine_state or {}).get("taskTree")
+        if tree is None:
+            return "— (the engine keeps no task tree, or has not planned yet)"
+        pretty = json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
+        return format_html('<pre class="task-tree" style="white-space: pre-wrap">{}</pre>', pretty)
+
+    @admin.display(description=f"recent session events (newest {RECENT_EVENTS})")
+    def recent_session_events(self, process: ThinkProcess) -> SafeString | str:
+        events = SessionEvent.objects.filter(session_id=process.session_id).order_by("-seq")[
+            :RECENT_EVENTS
+        ]
+        rows = format_html_join(
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            (
+                (
+                    event.seq,
+                    event.created_at.isoformat(timespec="seconds"),
+                    event.event,
+                    json.dumps(event.data, ensure_ascii=False),
+                )
+                for event in events
+            ),
+        )
+        if not rows:
+            return "— (no events yet)"
+        return format_html(
+            '<table class="session-events"><thead><tr><th>seq</th><th>at</th><th>event</th>'
+            "<th>data</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # processes are spawned by sessions (services.create_process), never by hand

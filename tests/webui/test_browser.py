@@ -1,0 +1,265 @@
+"""The web UI in a real browser: Debian's Chromium, driven by Playwright, against a real Brain
+started as an OS process. Screenshots of the dashboard and the chat go to test-artifacts/.
+
+Needs /usr/bin/chromium (`apt-get install chromium`); Playwright never downloads a browser here.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+PASSWORD = "pw-browser-test"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+# One slow rule so the test can watch a reply grow word by word; everything else is echoed.
+LLM_SCRIPT = """
+- match: "^slowly"
+  reply: "echo: slowly, one word after another, until the reply is complete"
+  delay_per_delta: 0.15
+"""
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser tests need Debian's Chromium at /usr/bin/chromium "
+        "(apt-get install -y chromium); it is missing",
+        allow_module_level=True,
+    )
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="browser tests need Playwright: pip install -e '.[dev]'"
+)
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
+    var_dir = tmp_path_factory.mktemp("browser-brain")
+    script = var_dir / "llm.yaml"
+    script.write_text(LLM_SCRIPT)
+    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
+    bootstrap(env)
+    # bootstrap shows the password of user `local` only once; give it a known one for the test.
+    subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.contrib.auth import get_user_model; "
+            "user = get_user_model().objects.get(username='local'); "
+            f"user.set_password({PASSWORD!r}); user.save()",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    running = Brain(env, free_port())
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def page(brain: Brain, browser: Any) -> Iterator[Any]:
+    """One logged-in browser tab, shared by the tests of this module in order."""
+    context = browser.new_context(viewport=DESKTOP, base_url=brain.url)
+    context.set_default_timeout(20_000)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=True)
+
+
+def at_width(page: Any, size: dict[str, int], name: str) -> None:
+    page.set_viewport_size(size)
+    screenshot(page, name)
+    page.set_viewport_size(DESKTOP)
+
+
+def test_login_leads_to_the_dashboard_filled_from_the_rest_api(page, brain):
+    # when: a visitor opens the dashboard
+    page.goto("/")
+    # then: the login page comes first
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+    page.fill("#id_username", "local")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    expect(page.locator("h1")).to_have_text("Think processes")
+    expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
+    expect(page.locator("#refresh-note")).to_contain_text("Refreshed from the REST API")
+
+
+def test_chat_shows_the_reply_while_it_streams_and_then_the_final_message(page):
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    expect(page.locator("#process-status")).to_have_text("IDLE")
+    # when
+    page.fill("#chat-input", "slowly please")
+    page.press("#chat-input", "Enter")
+    # then: the reply grows in a streaming bubble before the final chat-message replaces it
+    streaming = page.locator("#chat-log .message.role-assistant.streaming")
+    expect(streaming).to_contain_text("echo: slowly")
+    partial = streaming.inner_text()
+    final = page.locator("#chat-log .message.role-assistant[data-final=true]")
+    expect(final).to_have_text(
+        re.compile("echo: slowly, one word after another, until the reply is complete")
+    )
+    assert "complete" not in partial
+    assert int(final.get_attribute("data-deltas")) > 3
+    expect(page.locator("#chat-log .message.role-user")).to_have_text(re.compile("slowly please"))
+    # and a quick echo for the record
+    page.fill("#chat-input", "hello browser")
+    page.click("#chat-send")
+    expect(page.locator("#chat-log .message.role-assistant[data-final=true]").last).to_contain_text(
+        "echo: hello browser"
+    )
+    expect(page.locator("#process-status")).to_have_text("IDLE")
+    screenshot(page, "chat-desktop")
+    at_width(page, PHONE, "chat-phone")
+
+
+def test_pause_steer_and_resume_the_chat_process(page):
+    status = page.locator("#process-status")
+    expect(status).to_have_text("IDLE")
+    # when: paused
+    page.click("button[data-command=process-pause]")
+    # then
+    expect(status).to_have_text("PAUSED")
+    expect(page.locator("button[data-command=process-pause]")).to_be_disabled()
+    expect(page.locator("#events")).to_contain_text("→ PAUSED")
+    # when: steered while paused, the message waits
+    page.fill("#steer-input", "focus on 2024")
+    page.click("#steer-send")
+    expect(page.locator("#notice")).to_contain_text("(1 pending)")
+    page.wait_for_timeout(500)
+    assert "echo: focus on 2024" not in page.locator("#chat-log").inner_text()
+    # when: resumed, the waiting steer is taken up
+    page.click("button[data-command=process-resume]")
+    expect(page.locator("#events")).to_contain_text("→ RUNNING")
+    expect(page.locator("#chat-log")).to_contain_text("echo: focus on 2024")
+    expect(status).to_have_text("IDLE")
+    screenshot(page, "chat-steered-desktop")
+
+
+def test_a_409_is_shown_as_a_notice_and_the_socket_stays_usable(page):
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    # The resume button is off for an IDLE process; ask the Brain anyway through the console.
+    page.evaluate("document.querySelector('[data-command=process-resume]').disabled = false")
+    page.click("button[data-command=process-resume]")
+    expect(page.locator("#notice")).to_have_text(
+        f"409 conflict: cannot resume process {chat}: it is IDLE"
+    )
+    page.fill("#chat-input", "still here")
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-log")).to_contain_text("echo: still here")
+
+
+def test_dashboard_filters_by_status_and_opens_the_closed_chat(page):
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    # when: the interactive page is left, its web session closes, and so does its chat process
+    page.goto("/")
+    expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
+    screenshot(page, "dashboard-desktop")
+    at_width(page, PHONE, "dashboard-phone")
+    page.select_option("#status", "CLOSED")
+    # then
+    expect(page).to_have_url(re.compile(r"/\?status=CLOSED$"))
+    row = page.locator(f"#process-table tr[data-process='{chat}']")
+    expect(row).to_contain_text("CLOSED")
+    expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
+    expect(page.locator("#process-table .status-IDLE")).to_have_count(0)
+    # when
+    row.get_by_role("link", name=chat).click()
+    # then
+    expect(page.locator("#conversation")).to_contain_text("echo: focus on 2024")
+    expect(page.locator("#task-tree")).to_contain_text("no task tree")
+    for section in ("#runs", "#inbox"):
+        expect(page.locator(section)).to_have_attribute(
+            "data-state", re.compile("unavailable|loaded")
+        )
+        if page.locator(section).get_attribute("data-state") == "unavailable":
+            expect(page.locator(section)).to_contain_text("Not available on this Brain yet.")
+    screenshot(page, "process-desktop")
+    at_width(page, PHONE, "process-phone")
+
+
+def test_stopping_a_process_closes_it_and_turns_the_controls_off(page):
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    status = page.locator("#process-status")
+    expect(status).to_have_text("IDLE")
+    # when
+    page.click("button[data-command=process-stop]")
+    # then
+    expect(status).to_have_text("CLOSED")
+    for command in ("process-pause", "process-resume", "process-stop"):
+        expect(page.locator(f"button[data-command={command}]")).to_be_disabled()
+    expect(page.locator("#steer-send")).to_be_disabled()
+
+
+def test_a_process_page_hands_its_process_to_a_second_interactive_tab_for_steering(page):
+    # given: the first tab chats in its own session
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    second = page.context.new_page()
+    try:
+        # when: the dashboard's process page sends a second tab to interactive mode for it
+        second.goto(f"/processes/{chat}")
+        second.get_by_role("link", name=re.compile("interactive mode")).click()
+        expect(second.locator("#interactive")).to_have_attribute("data-connection", "open")
+        expect(second.locator("#process-select")).to_have_value(chat)
+        expect(second.locator("#process-status")).to_have_text("IDLE")
+        second.fill("#steer-input", "from the other tab")
+        second.click("#steer-send")
+        # then: the steer is answered in the first tab's chat, whose session owns the process
+        expect(second.locator("#notice")).to_contain_text(f"Steered {chat}")
+        expect(page.locator("#chat-log")).to_contain_text("echo: from the other tab")
+    finally:
+        second.close()
+
+
+def test_the_admin_process_page_shows_the_inspector_fields(page):
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    # when: the operator (user `local` is staff) opens the process in the admin
+    page.goto(f"/admin/processes/thinkprocess/{chat.removeprefix('tp_')}/change/")
+    # then
+    expect(page.locator("body")).to_contain_text("Task tree")
+    expect(page.locator("body")).to_contain_text("Recent session events (newest 20)")
+    expect(page.locator("table.session-events")).to_contain_text("process-status")
+    screenshot(page, "admin-process-desktop")

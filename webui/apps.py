@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WebUIConfig(AppConfig):
+    name = "webui"
+    verbose_name = "Web UI"

@@ -1,0 +1,319 @@
+// Interactive mode: a WebSocket session (clientType "web", no local tools) speaking
+// PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events.
+"use strict";
+
+(function () {
+  // Which statuses allow a call; mirrors processes/states.py so buttons are only offered when
+  // the Brain would accept them (it still decides, and a 409 is shown as a notice).
+  const ALLOWED = {
+    "process-pause": ["RUNNING", "IDLE", "BLOCKED"],
+    "process-resume": ["PAUSED", "SUSPENDED"],
+    "process-stop": ["INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED"],
+    "process-steer": ["RUNNING", "IDLE", "BLOCKED", "PAUSED"],
+  };
+
+  const root = document.getElementById("interactive");
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    connection: $("connection"),
+    project: $("project"),
+    projectForm: $("project-form"),
+    log: $("chat-log"),
+    chatForm: $("chat-form"),
+    chatInput: $("chat-input"),
+    chatSend: $("chat-send"),
+    select: $("process-select"),
+    status: $("process-status"),
+    pending: $("process-pending"),
+    steerForm: $("steer-form"),
+    steerInput: $("steer-input"),
+    steerSend: $("steer-send"),
+    notice: $("notice"),
+    events: $("events"),
+    commands: Array.from(document.querySelectorAll("[data-command]")),
+  };
+
+  let socket = null;
+  let counter = 0;
+  let chatProcessId = null;
+  const replies = new Map(); // request id -> callback(frame)
+  const processes = new Map(); // process id -> {status, closeReason, goal}
+  const streaming = new Map(); // process id -> the assistant bubble being streamed into
+
+  // --- helpers -------------------------------------------------------------------------------
+
+  function setConnection(state, text) {
+    ui.connection.dataset.state = state;
+    ui.connection.textContent = text;
+    root.dataset.connection = state;
+  }
+
+  function notice(text, isError) {
+    ui.notice.textContent = text;
+    ui.notice.classList.toggle("error", Boolean(isError));
+  }
+
+  function logEvent(text) {
+    const item = document.createElement("li");
+    item.textContent = new Date().toLocaleTimeString() + " " + text;
+    ui.events.prepend(item);
+    while (ui.events.children.length > 50) ui.events.lastChild.remove();
+  }
+
+  function send(type, data, onReply) {
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      notice("Not connected.", true);
+      return;
+    }
+    counter += 1;
+    const id = "w" + counter;
+    if (onReply) replies.set(id, onReply);
+    socket.send(JSON.stringify({ type, id, data: data || {} }));
+  }
+
+  function bubble(role, text) {
+    const item = document.createElement("li");
+    item.className = "message role-" + role;
+    const label = document.createElement("span");
+    label.className = "role";
+    label.textContent = role;
+    const body = document.createElement("div");
+    body.className = "text";
+    body.textContent = text;
+    item.append(label, body);
+    ui.log.append(item);
+    ui.log.scrollTop = ui.log.scrollHeight;
+    return item;
+  }
+
+  // --- processes -------------------------------------------------------------------------------
+
+  function remember(process) {
+    const known = processes.get(process.id) || {};
+    processes.set(process.id, { ...known, ...process });
+    let option = ui.select.querySelector('option[value="' + CSS.escape(process.id) + '"]');
+    if (!option) {
+      option = document.createElement("option");
+      option.value = process.id;
+      ui.select.append(option);
+    }
+    const entry = processes.get(process.id);
+    const name = process.id === chatProcessId ? "chat" : entry.goal || entry.recipe || "";
+    option.textContent = process.id + (name ? " — " + name.slice(0, 40) : "") + " (" + entry.status + ")";
+    if (ui.select.value === process.id) showSelected();
+  }
+
+  function selected() {
+    return processes.get(ui.select.value) || null;
+  }
+
+  function showSelected() {
+    const process = selected();
+    const status = process ? process.status : "";
+    ui.status.textContent = status || "—";
+    ui.status.className = "status" + (status ? " status-" + status : "");
+    root.dataset.processStatus = status;
+    const open = socket && socket.readyState === WebSocket.OPEN;
+    for (const button of ui.commands) {
+      button.disabled = !open || !ALLOWED[button.dataset.command].includes(status);
+    }
+    ui.steerSend.disabled = !open || !ALLOWED["process-steer"].includes(status);
+  }
+
+  function setProcessStatus(data) {
+    if (!processes.has(data.processId)) return;
+    // A pending count read at steer time is stale once the process moves on.
+    if (data.processId === ui.select.value) ui.pending.textContent = "";
+    remember({ id: data.processId, status: data.status, closeReason: data.closeReason || null });
+  }
+
+  // --- events ----------------------------------------------------------------------------------
+
+  function onChatDelta(data) {
+    let item = streaming.get(data.processId);
+    if (!item) {
+      item = bubble("assistant", "");
+      item.classList.add("streaming");
+      item.dataset.deltas = "0";
+      streaming.set(data.processId, item);
+    }
+    item.querySelector(".text").textContent += data.text;
+    item.dataset.deltas = String(Number(item.dataset.deltas) + 1);
+    ui.log.scrollTop = ui.log.scrollHeight;
+  }
+
+  function onChatMessage(data) {
+    if (data.role === "assistant") {
+      const item = streaming.get(data.processId) || bubble("assistant", "");
+      streaming.delete(data.processId);
+      item.classList.remove("streaming");
+      item.querySelector(".text").textContent = data.text;
+      item.dataset.final = "true";
+      return;
+    }
+    if (data.role === "user") {
+      // The message typed here was shown at once; the stored copy confirms it.
+      for (const item of ui.log.querySelectorAll(".message.role-user.unconfirmed")) {
+        if (item.querySelector(".text").textContent === data.text) {
+          item.classList.remove("unconfirmed");
+          return;
+        }
+      }
+    }
+    bubble(data.role, data.text);
+  }
+
+  function onEvent(frame) {
+    const data = frame.data || {};
+    switch (frame.event) {
+      case "chat-delta":
+        onChatDelta(data);
+        break;
+      case "chat-message":
+        onChatMessage(data);
+        break;
+      case "process-status":
+        setProcessStatus(data);
+        logEvent(
+          data.processId + " → " + data.status + (data.closeReason ? " (" + data.closeReason + ")" : ""),
+        );
+        break;
+      case "task-tree":
+        logEvent(data.processId + " task tree updated");
+        break;
+      case "notification":
+        logEvent((data.level ? data.level + ": " : "") + data.text);
+        break;
+      case "session-status":
+        logEvent("session " + data.status);
+        break;
+      case "tool-call":
+        // The web client brings no local tools; say so instead of leaving the lane waiting.
+        send("tool-result", { callId: data.callId, ok: false, error: "the web client has no local tools" });
+        break;
+      default:
+        logEvent(frame.event);
+    }
+  }
+
+  function onFrame(frame) {
+    if (frame.type === "event") {
+      onEvent(frame);
+      return;
+    }
+    const callback = frame.replyTo ? replies.get(frame.replyTo) : null;
+    if (frame.replyTo) replies.delete(frame.replyTo);
+    if (frame.type === "error") {
+      const error = frame.data || {};
+      notice(error.code + " " + error.error + ": " + error.message, true);
+      return;
+    }
+    if (callback) callback(frame);
+  }
+
+  // --- session ---------------------------------------------------------------------------------
+
+  function loadProcesses() {
+    send("process-list", {}, (frame) => frame.data.processes.forEach(remember));
+    const focus = root.dataset.focus;
+    if (focus) {
+      send("process-get", { processId: focus }, (frame) => {
+        remember(frame.data.process);
+        ui.select.value = focus;
+        showSelected();
+      });
+    }
+  }
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+    socket = new WebSocket(scheme + location.host + root.dataset.socket);
+    setConnection("connecting", "connecting…");
+    socket.addEventListener("open", () => {
+      send(
+        "session-create",
+        { clientType: "web", projectId: ui.project.value, onDisconnect: "CLOSE" },
+        (frame) => {
+          chatProcessId = frame.data.chatProcessId;
+          root.dataset.session = frame.data.session.id;
+          root.dataset.chatProcess = chatProcessId;
+          setConnection("open", "connected · " + frame.data.session.id);
+          remember({ id: chatProcessId, status: "IDLE" });
+          ui.select.value = chatProcessId;
+          ui.chatSend.disabled = false;
+          showSelected();
+          loadProcesses();
+        },
+      );
+    });
+    socket.addEventListener("message", (message) => onFrame(JSON.parse(message.data)));
+    socket.addEventListener("close", (closed) => {
+      setConnection("closed", "disconnected" + (closed.code === 4401 ? " (log in again)" : ""));
+      ui.chatSend.disabled = true;
+      showSelected();
+    });
+  }
+
+  function newSession(event) {
+    event.preventDefault();
+    if (socket) socket.close();
+    chatProcessId = null;
+    processes.clear();
+    streaming.clear();
+    replies.clear();
+    ui.select.replaceChildren();
+    ui.log.replaceChildren();
+    connect();
+  }
+
+  // --- user actions ----------------------------------------------------------------------------
+
+  ui.chatForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = ui.chatInput.value.trim();
+    if (!text) return;
+    bubble("user", text).classList.add("unconfirmed");
+    ui.chatInput.value = "";
+    send("chat", { text }, (frame) => {
+      if (frame.data.pending > 1) notice("Queued behind " + (frame.data.pending - 1) + " message(s).");
+    });
+  });
+
+  ui.chatInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey) {
+      event.preventDefault();
+      ui.chatForm.requestSubmit();
+    }
+  });
+
+  ui.steerForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const process = selected();
+    const message = ui.steerInput.value.trim();
+    if (!process || !message) return;
+    send("process-steer", { processId: process.id, message }, (frame) => {
+      ui.steerInput.value = "";
+      ui.pending.textContent = "pending: " + frame.data.pending;
+      notice("Steered " + frame.data.processId + " (" + frame.data.pending + " pending).");
+    });
+  });
+
+  for (const button of ui.commands) {
+    button.addEventListener("click", () => {
+      const process = selected();
+      if (!process) return;
+      send(button.dataset.command, { processId: process.id }, (frame) => {
+        remember(frame.data.process);
+        notice(frame.type + ": " + frame.data.process.id + " is " + frame.data.process.status + ".");
+      });
+    });
+  }
+
+  ui.select.addEventListener("change", () => {
+    ui.pending.textContent = "";
+    showSelected();
+  });
+  ui.projectForm.addEventListener("submit", newSession);
+
+  connect();
+})();

@@ -1,0 +1,30 @@
+"""The web UI: login, the dashboard (REST, no session) and the interactive mode (WebSocket)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
+
+from webui import views
+
+app_name = "webui"
+
+urlpatterns = [
+    path("", views.process_list, name="processes"),
+    path("processes/<str:process_id>", views.process_detail_page, name="process"),
+    path("interactive/", views.interactive, name="interactive"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            template_name="webui/login.html",
+            next_page=reverse_lazy("webui:processes"),
+            redirect_authenticated_user=True,
+        ),
+        name="login",
+    ),
+    path(
+        "accounts/logout/",
+        auth_views.LogoutView.as_view(next_page=reverse_lazy("webui:login")),
+        name="logout",
+    ),
+]
