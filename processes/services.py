@@ -219,6 +219,7 @@ def _lifecycle(process_id: int, call: Call) -> ThinkProcess:
             ThinkProcess.objects.filter(pk=process_id, interrupt=call.value).update(
                 interrupt="", interrupt_at=None
             )
+    report_to_parent(process, process.status, process.close_reason)
     if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
         wake_lane(process_id)
     return process
@@ -261,13 +262,7 @@ def steer_process(process_id: int, text: str, kind: PendingKind = PendingKind.ST
             raise NotFound(f"process tp_{process_id} not found")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
-        seq = process.next_pending_seq
-        ThinkProcess.objects.filter(pk=process_id).update(
-            next_pending_seq=F("next_pending_seq") + 1
-        )
-        message = PendingMessage.objects.create(
-            process_id=process_id, seq=seq, kind=kind, payload={"text": text}
-        )
+        message = _append_pending(process_id, process.next_pending_seq, kind, {"text": text})
         count = PendingMessage.objects.filter(process_id=process_id, consumed=False).count()
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)
@@ -382,6 +377,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             break
     assert outcome in TURN_OUTCOMES
     _set_status(process, lease, Call.TURN_END, outcome, reason)
+    report_to_parent(process, outcome, reason)
     return turns
 
 
@@ -426,18 +422,68 @@ def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEng
     )
 
 
+def _append_pending(
+    process_id: int, seq: int, kind: PendingKind, payload: dict[str, Any]
+) -> PendingMessage:
+    """Append a pending message with `seq`, read under the process row's lock (call inside
+    the transaction that holds it)."""
+    ThinkProcess.objects.filter(pk=process_id).update(next_pending_seq=F("next_pending_seq") + 1)
+    return PendingMessage.objects.create(process_id=process_id, seq=seq, kind=kind, payload=payload)
+
+
+def _locked_next_seq(process_id: int) -> tuple[str, int] | None:
+    row = (
+        ThinkProcess.objects.select_for_update()
+        .filter(pk=process_id)
+        .values_list("status", "next_pending_seq")
+        .first()
+    )
+    return (str(row[0]), int(row[1])) if row else None
+
+
 def queue_own_turn(process_id: int, text: str) -> None:
     """A CONTROL message from the process to itself, appended under its own lane (so without
     the steer status check): the lane drains it after the current lifecycle call."""
     with transaction.atomic():
-        seq = ThinkProcess.objects.filter(pk=process_id).values_list("next_pending_seq", flat=True)
-        next_seq = seq.select_for_update().get()
-        ThinkProcess.objects.filter(pk=process_id).update(
-            next_pending_seq=F("next_pending_seq") + 1
-        )
-        PendingMessage.objects.create(
-            process_id=process_id, seq=next_seq, kind=PendingKind.CONTROL, payload={"text": text}
-        )
+        locked = _locked_next_seq(process_id)
+        assert locked is not None
+        _append_pending(process_id, locked[1], PendingKind.CONTROL, {"text": text})
+
+
+# Statuses (or close reasons) a parent hears about, as the event name its engine summarises.
+REPORTED_TO_PARENT = {Status.BLOCKED, CloseReason.DONE, CloseReason.STOPPED, CloseReason.FAILED}
+
+
+def report_to_parent(process: ThinkProcess, status: str, reason: str) -> PendingMessage | None:
+    """A child reached DONE, BLOCKED, STOPPED or FAILED: its engine's summary becomes a
+    PARENT_REPORT pending message of the parent, which wakes it (ARCHITECTURE §4). A report
+    to a PAUSED or SUSPENDED parent waits for its resume; a CLOSED parent hears nothing."""
+    event = reason if status == Status.CLOSED else status
+    if process.parent_id is None or event not in REPORTED_TO_PARENT:
+        return None
+    engine = get_engine(process.think_engine)
+    if engine is None:
+        return None
+    report = engine.summarize_for_parent(process, event)
+    payload = {
+        "text": report.human_summary,
+        "childId": process.public_id,
+        "event": event,
+        "payload": report.payload,
+    }
+    with transaction.atomic():
+        locked = _locked_next_seq(process.parent_id)
+        if locked is None or locked[0] == Status.CLOSED:
+            log.info(
+                "%s: parent tp_%s is gone or closed; report dropped",
+                process.public_id,
+                process.parent_id,
+            )
+            return None
+        message = _append_pending(process.parent_id, locked[1], PendingKind.PARENT_REPORT, payload)
+        if locked[0] in WAKE_ON_MESSAGE:
+            wake_lane(process.parent_id)
+    return message
 
 
 class _Boundary:
