@@ -80,6 +80,23 @@ async def test_streamed_deltas_are_shown_once_even_when_replayed(client):
     assert chat.last_seq == 4
 
 
+async def test_a_final_message_that_arrives_after_a_reconnect_is_not_shown_again(client):
+    chat, output, _ = client()
+    # given: the reply streamed in full, then the connection dropped before its final message
+    chat._dispatch(event(1, "chat-delta", processId="tp_1", text="echo: "))
+    chat._dispatch(event(2, "chat-delta", processId="tp_1", text="hello"))
+    chat.printer.line("Connection to the Brain lost; reconnecting")
+    # when the resume brings the final message
+    chat._dispatch(event(3, "chat-message", processId="tp_1", role="assistant", text="echo: hello"))
+    # then it is not printed a second time
+    assert output.getvalue().count("echo: hello") == 1
+    # and a message that did not stream in full is still shown whole
+    chat._dispatch(event(4, "chat-delta", processId="tp_1", text="echo: "))
+    chat.printer.line("Connection to the Brain lost; reconnecting")
+    chat._dispatch(event(5, "chat-message", processId="tp_1", role="assistant", text="echo: bye"))
+    assert "brain › echo: bye" in output.getvalue()
+
+
 async def test_a_tool_call_event_is_answered_with_a_tool_result_frame(client):
     chat, output, socket = client()
     # given: the tool-call event of PROTOCOL.md

@@ -152,6 +152,9 @@ class EventPrinter:
         self.console = console
         self.chat_process_id: str | None = None
         self.streaming: str | None = None  # the process whose reply is being streamed
+        # What each process has streamed of its current reply, so a final message replayed
+        # after a reconnect is not shown a second time.
+        self.streamed: dict[str, str] = {}
         self.statuses: dict[str, str] = {}  # the last status seen of each process
 
     def end_stream(self) -> None:
@@ -179,16 +182,19 @@ class EventPrinter:
             self.end_stream()
             self.console.print(self._prefix(process_id), style="bold cyan", end="")
             self.streaming = process_id
-        self.console.print(
-            str(data.get("text", "")), end="", markup=False, highlight=False, soft_wrap=True
-        )
+        text = str(data.get("text", ""))
+        self.streamed[process_id] = self.streamed.get(process_id, "") + text
+        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
 
     def on_chat_message(self, data: dict[str, Any]) -> None:
         process_id = str(data.get("processId"))
         role = data.get("role")
+        streamed = self.streamed.pop(process_id, None)
         if role == "assistant" and self.streaming == process_id:
             self.end_stream()
             return
+        if role == "assistant" and streamed == data.get("text"):
+            return  # streamed in full before a reconnect; this is its replayed final message
         if role == "user" and process_id == self.chat_process_id:
             return  # what the user typed; the terminal shows it already
         if role == "assistant":
