@@ -90,6 +90,16 @@ class ConversationBuffer:
     def append(self, message: LlmMessage) -> None:
         self.new_messages.append(message)
 
+    def append_completion(self, completion: Completion) -> None:
+        """Store what the LLM answered (text and tool calls) as the assistant's message."""
+        self.append(
+            LlmMessage(
+                role="assistant",
+                content=completion.text,
+                tool_calls=tuple(completion.tool_calls),
+            )
+        )
+
 
 class EventSink:
     """Events to the session's client: deltas go out at once, the rest after the commit."""

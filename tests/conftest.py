@@ -14,10 +14,13 @@ from typing import Any, TypeVar
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.test import Client
 from rest_framework.test import APIClient
 
 from processes.worker import shutdown_worker
 from recipes_app.services import sync_bundled_recipes
+from sessions_app.models import Session
+from sessions_app.services import FingerprintData, create_session
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.tenancy.models import (
     ApiToken,
@@ -93,6 +96,25 @@ class Tenancy:
 @pytest.fixture
 def recipes(db: Any) -> None:
     sync_bundled_recipes()
+
+
+@pytest.fixture
+def operator(db: Any) -> Client:
+    """A logged-in superuser, for the admin."""
+    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def open_session(tenancy: Tenancy, client_type: str = "cli", *, system: bool = False) -> Session:
+    return create_session(
+        tenancy.user,
+        client_type=client_type,
+        project_id=tenancy.project_id,
+        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
+        system=system,
+    )
 
 
 @pytest.fixture

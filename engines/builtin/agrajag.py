@@ -108,13 +108,7 @@ class Agrajag(ThinkEngine):
                 schemas,
                 stream_to_client=False,
             )
-            ctx.conversation.append(
-                LlmMessage(
-                    role="assistant",
-                    content=completion.text,
-                    tool_calls=tuple(completion.tool_calls),
-                )
-            )
+            ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 return False
             for call in completion.tool_calls:

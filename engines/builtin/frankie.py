@@ -74,13 +74,7 @@ class Frankie(ThinkEngine):
                 outcome, answer = "budget-exhausted", f"Token budget of {max_tokens} exhausted."
                 break
             completion = ctx.llm.complete([*prompt, *ctx.conversation.history()], tools or None)
-            ctx.conversation.append(
-                LlmMessage(
-                    role="assistant",
-                    content=completion.text,
-                    tool_calls=tuple(completion.tool_calls),
-                )
-            )
+            ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 answer = completion.text
                 break

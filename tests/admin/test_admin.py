@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.db.models import F
 from django.test import Client
 from django.urls import reverse
@@ -22,32 +21,13 @@ from recipes_app.services import read_bundled_recipes
 from sessions_app.admin import SessionAdmin
 from sessions_app.events import emit_event, record_event
 from sessions_app.models import Session, SessionEvent
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy
+from tests.conftest import Tenancy, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # The bundled recipes (recipes.yaml) are in every recipe changelist beside the test's own.
 BUNDLED = read_bundled_recipes()
 BUNDLED_SERVICE = sum(1 for entry in BUNDLED if entry.get("category") == "service")
-
-
-@pytest.fixture
-def operator(db: Any) -> Client:
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def open_session(tenancy: Tenancy, client_type: str = "cli", *, system: bool = False) -> Session:
-    return create_session(
-        tenancy.user,
-        client_type=client_type,
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        system=system,
-    )
 
 
 @pytest.fixture

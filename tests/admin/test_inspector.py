@@ -7,7 +7,6 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
@@ -16,30 +15,10 @@ from processes.models import ThinkProcess
 from recipes_app.admin import known_tool_names
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from sessions_app.events import emit_event
-from sessions_app.models import Session
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy
+from tests.conftest import Tenancy, open_session
 from vancetope.tools.models import McpServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def operator(db: Any) -> Client:
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def open_session(tenancy: Tenancy, client_type: str = "cli", *, system: bool = False) -> Session:
-    return create_session(
-        tenancy.user,
-        client_type=client_type,
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        system=system,
-    )
 
 
 def process_page(operator: Client, process_id: int) -> str:

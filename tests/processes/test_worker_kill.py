@@ -40,6 +40,22 @@ pytestmark = [
 ]
 
 
+def worker_env(queue: str, script: Path, **extra: str) -> dict[str, str]:
+    """The environment of a Celery worker on the test database, our queue and script."""
+    database = connection.settings_dict
+    return {
+        **os.environ,
+        "DATABASE_URL": (
+            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
+            f"{database['NAME']}"
+        ),
+        "VANCETOPE_TASK_QUEUE": queue,
+        "VANCETOPE_LLM_SCRIPT": str(script),
+        "VANCETOPE_WORKER": "celery",
+        **extra,
+    }
+
+
 class Worker:
     def __init__(self, env: dict[str, str], queue: str, log_dir: Path, number: int) -> None:
         self.log_path = log_dir / f"worker-{number}.log"
@@ -89,18 +105,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
     script = tmp_path / "slow.yaml"
     script.write_text(yaml.safe_dump([{"reply": "a slow and careful answer", "delay": 0.8}]))
     queue = f"vt-kill-{uuid.uuid4().hex[:8]}"
-    database = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": (
-            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
-            f"{database['NAME']}"
-        ),
-        "VANCETOPE_TASK_QUEUE": queue,
-        "VANCETOPE_LLM_SCRIPT": str(script),
-        "VANCETOPE_LEASE_SECONDS": str(LEASE_SECONDS),
-        "VANCETOPE_WORKER": "celery",
-    }
+    env = worker_env(queue, script, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
     settings.VANCETOPE_WORKER = "celery"
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     previous_queue = celery_app.conf.task_default_queue
@@ -172,17 +177,7 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
     script = tmp_path / "slow.yaml"
     script.write_text(yaml.safe_dump([{"reply": "one two three four five six", "delay": 1.5}]))
     queue = f"vt-term-{uuid.uuid4().hex[:8]}"
-    database = connection.settings_dict
-    env = {
-        **os.environ,
-        "DATABASE_URL": (
-            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
-            f"{database['NAME']}"
-        ),
-        "VANCETOPE_TASK_QUEUE": queue,
-        "VANCETOPE_LLM_SCRIPT": str(script),
-        "VANCETOPE_WORKER": "celery",
-    }
+    env = worker_env(queue, script)
     settings.VANCETOPE_WORKER = "celery"
     previous_queue = celery_app.conf.task_default_queue
     celery_app.conf.task_default_queue = queue

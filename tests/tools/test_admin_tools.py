@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from django.contrib.auth import get_user_model
-from django.test import Client
 from django.urls import reverse
 
 from vancetope.tools.models import McpServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def operator(db: Any) -> Client:
-    user = get_user_model().objects.create_superuser("root", "root@example.com", "pw-root")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_an_mcp_server_is_added_and_changed_in_the_admin(operator, alice):
