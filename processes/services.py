@@ -722,31 +722,29 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     oldest pending message has waited longer than `min_pending_age` with nobody on its lane."""
     now = timezone.now()
     recovered = 0
-    running = ThinkProcess.objects.filter(status=Status.RUNNING).values(
-        "pk", "lease_owner", "lease_expires_at", "lease_fence"
+    running = ThinkProcess.objects.filter(status=Status.RUNNING).only(
+        "session_id", "lease_owner", "lease_expires_at", "lease_fence", "context_drift"
     )
-    for row in running:
-        dead = not row["lease_owner"] or lanes.owner_is_dead(row["lease_owner"])
-        expired = row["lease_expires_at"] is None or row["lease_expires_at"] < now
+    for process in running:
+        owner = process.lease_owner
+        dead = not owner or lanes.owner_is_dead(owner)
+        expired = process.lease_expires_at is None or process.lease_expires_at < now
         if not (dead or expired):
             continue
         with transaction.atomic():
             taken = ThinkProcess.objects.filter(
-                pk=row["pk"], status=Status.RUNNING, lease_fence=row["lease_fence"]
+                pk=process.pk, status=Status.RUNNING, lease_fence=process.lease_fence
             ).update(status=Status.IDLE, lease_owner="", lease_expires_at=None, updated_at=now)
             if taken != 1:
                 continue  # its worker came back, or another sweeper got there first
             ProcessTransition.objects.create(
-                process_id=row["pk"],
+                process_id=process.pk,
                 call="recover",
                 from_status=Status.RUNNING,
                 to_status=Status.IDLE,
-                detail=f"lease of {row['lease_owner'] or '?'} ended",
+                detail=f"lease of {owner or '?'} ended",
             )
-            session_id = ThinkProcess.objects.values_list("session_id", flat=True).get(pk=row["pk"])
-            emit_event(
-                session_id, "process-status", {"processId": f"tp_{row['pk']}", "status": "IDLE"}
-            )
+            emit_event(process.session_id, "process-status", _status_data(process, Status.IDLE, ""))
         recovered += 1
     waiting = (
         PendingMessage.objects.filter(

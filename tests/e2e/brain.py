@@ -68,6 +68,23 @@ class Service:
         return self.process.returncode
 
 
+class CeleryWorker(Service):
+    """A real `celery worker` OS process serving one queue."""
+
+    def __init__(self, env: dict[str, str], queue: str, name: str = "worker") -> None:
+        celery = str(Path(sys.executable).with_name("celery"))
+        args = [celery, "-A", "vancetope", "worker", "--pool", "threads", "--concurrency", "2",
+                "--queues", queue, "--without-heartbeat", "--without-gossip", "--without-mingle",
+                "--loglevel", "INFO"]  # fmt: skip
+        super().__init__(name, args, env)
+
+    def kill(self) -> None:
+        """SIGKILL: the worker dies mid-whatever, as a crashed host would."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+        self._log.close()
+
+
 class Brain(Service):
     def __init__(self, env: dict[str, str], port: int) -> None:
         self.port = port

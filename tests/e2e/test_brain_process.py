@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, Service, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, free_port
 from tests.support.openai_stub import OpenAIStubServer
 
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
@@ -97,24 +97,7 @@ def test_distributed_brain_with_a_separate_celery_worker_answers_chat(tmp_path, 
         VANCETOPE_CHANNEL_PREFIX=queue,
     )
     token = bootstrap(env)
-    worker = Service(
-        "worker",
-        [
-            str(Path(os.sys.executable).with_name("celery")),
-            "-A",
-            "vancetope",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "2",
-            "--queues",
-            queue,
-            "--loglevel",
-            "INFO",
-        ],
-        env,
-    )
+    worker = CeleryWorker(env, queue)
     brain = Brain(env, free_port())
     try:
         health = brain.wait_healthy()

@@ -4,9 +4,6 @@ process continues once the dead worker's lease expires (the lane sweeper recover
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from datetime import timedelta
@@ -21,6 +18,7 @@ from processes.models import ConversationMessage, PendingMessage, ProcessTransit
 from processes.states import Status
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import wait_until
+from tests.e2e.brain import CeleryWorker
 from vancetope.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +38,7 @@ pytestmark = [
 ]
 
 
-def worker_env(queue: str, script: Path, **extra: str) -> dict[str, str]:
+def worker_env(queue: str, script: Path, var_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a Celery worker on the test database, our queue and script."""
     database = connection.settings_dict
     return {
@@ -52,52 +50,9 @@ def worker_env(queue: str, script: Path, **extra: str) -> dict[str, str]:
         "VANCETOPE_TASK_QUEUE": queue,
         "VANCETOPE_LLM_SCRIPT": str(script),
         "VANCETOPE_WORKER": "celery",
+        "VANCETOPE_VAR_DIR": str(var_dir),
         **extra,
     }
-
-
-class Worker:
-    def __init__(self, env: dict[str, str], queue: str, log_dir: Path, number: int) -> None:
-        self.log_path = log_dir / f"worker-{number}.log"
-        self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("celery")),
-                "-A",
-                "vancetope",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "2",
-                "--queues",
-                queue,
-                "--without-heartbeat",
-                "--without-gossip",
-                "--without-mingle",
-                "--loglevel",
-                "INFO",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-        self._log.close()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        self._log.close()
 
 
 def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, settings, tmp_path):
@@ -105,7 +60,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
     script = tmp_path / "slow.yaml"
     script.write_text(yaml.safe_dump([{"reply": "a slow and careful answer", "delay": 0.8}]))
     queue = f"vt-kill-{uuid.uuid4().hex[:8]}"
-    env = worker_env(queue, script, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
+    env = worker_env(queue, script, tmp_path, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
     settings.VANCETOPE_WORKER = "celery"
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     previous_queue = celery_app.conf.task_default_queue
@@ -117,7 +72,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
         fingerprint=FingerprintData(machine_id="m"),
     )
     chat_id = session.chat_process_id
-    workers = [Worker(env, queue, tmp_path, 0)]
+    workers = [CeleryWorker(env, queue, "worker-0")]
     recovery_seconds: list[float] = []
     sent: list[str] = []
     try:
@@ -134,7 +89,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
             # …it is killed, and a fresh worker starts
             workers[-1].kill()
             killed_at = time.monotonic()
-            workers.append(Worker(env, queue, tmp_path, kill + 1))
+            workers.append(CeleryWorker(env, queue, f"worker-{kill + 1}"))
 
             # then the sweeper brings the lane back and the message gets answered
             def answered(expected: str = text) -> bool:
@@ -177,7 +132,7 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
     script = tmp_path / "slow.yaml"
     script.write_text(yaml.safe_dump([{"reply": "one two three four five six", "delay": 1.5}]))
     queue = f"vt-term-{uuid.uuid4().hex[:8]}"
-    env = worker_env(queue, script)
+    env = worker_env(queue, script, tmp_path)
     settings.VANCETOPE_WORKER = "celery"
     previous_queue = celery_app.conf.task_default_queue
     celery_app.conf.task_default_queue = queue
@@ -188,7 +143,7 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
         fingerprint=FingerprintData(machine_id="m"),
     )
     chat_id = session.chat_process_id
-    worker = Worker(env, queue, tmp_path, 0)
+    worker = CeleryWorker(env, queue)
     try:
         services.send_chat(session, "take your time")
         wait_until(
