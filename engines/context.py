@@ -6,13 +6,15 @@ touched, so an engine never silently runs without them.
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from engines import conversation_cache
 from processes.states import CloseReason, Status
-from sessions_app.events import emit_event
+from sessions_app.events import emit_events
 from vancetope.llm.base import (
     Completion,
     LlmMessage,
@@ -102,21 +104,39 @@ class ConversationBuffer:
 
 
 class EventSink:
-    """Events to the session's client: deltas go out at once, the rest after the commit."""
+    """Events to the session's client, stored and pushed in the order the engine emits them.
 
-    def __init__(self, session_id: int, process: ThinkProcess) -> None:
+    Streamed text is coalesced: a delta goes out at once when `delta_interval` seconds have
+    passed since the sink last stored anything (so the first delta of a slow LLM is never held),
+    otherwise it is held and joined with the next ones. Held deltas go out with the next event,
+    before a tool runs (`store_held`), and at the commit. Whole messages (the assistant's
+    answer, task trees) wait for the commit, so a client never sees what a crash takes back.
+    """
+
+    def __init__(self, session_id: int, process: ThinkProcess, delta_interval: float) -> None:
         self._session_id = session_id
         self._process = process
+        self._delta_interval = delta_interval
+        self._held: list[tuple[str, dict[str, Any]]] = []
+        self._last_stored = -math.inf
         self.after_commit: list[tuple[str, dict[str, Any]]] = []
 
     def emit(self, event: str, data: dict[str, Any]) -> None:
-        emit_event(self._session_id, event, data)
+        """Store and push `event` now (with any held deltas before it)."""
+        self._held.append((event, data))
+        self.store_held()
 
     def emit_after_commit(self, event: str, data: dict[str, Any]) -> None:
         self.after_commit.append((event, data))
 
     def chat_delta(self, text: str) -> None:
-        self.emit("chat-delta", {"processId": self._process.public_id, "text": text})
+        if self._held and self._held[-1][0] == "chat-delta":
+            event, data = self._held[-1]
+            self._held[-1] = (event, {**data, "text": data["text"] + text})
+        else:
+            self._held.append(("chat-delta", {"processId": self._process.public_id, "text": text}))
+        if time.monotonic() - self._last_stored >= self._delta_interval:
+            self.store_held()
 
     def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
         """A whole message; by default sent once the turn that produced it is committed."""
@@ -129,10 +149,17 @@ class EventSink:
     def task_tree(self, tree: dict[str, Any]) -> None:
         self.emit_after_commit("task-tree", {"processId": self._process.public_id, "tree": tree})
 
+    def store_held(self) -> None:
+        """Store and push the held events now (before anything else the client will see)."""
+        held, self._held = self._held, []
+        emit_events(self._session_id, held)
+        self._last_stored = time.monotonic()
+
     def flush(self) -> None:
-        pending, self.after_commit = self.after_commit, []
-        for event, data in pending:
-            self.emit(event, data)
+        """At the commit (inside its transaction): the held events, then the whole messages."""
+        pending = [*self._held, *self.after_commit]
+        self._held, self.after_commit = [], []
+        emit_events(self._session_id, pending)
 
 
 @dataclass

@@ -15,15 +15,18 @@ import socket
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import close_old_connections, connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
+from vancetope import fastsql
 
 HOSTNAME = socket.gethostname()
 log = logging.getLogger(__name__)
@@ -39,11 +42,24 @@ class Lease:
     owner: str
     fence: int
     expires_at: datetime
+    # Set once the lane is let go (by release, or by the commit that ended the run).
+    released: bool = False
 
     def fenced(self) -> QuerySet[ThinkProcess]:
         """The process row, only while this lease still holds it."""
         return ThinkProcess.objects.filter(
             pk=self.process_id, lease_owner=self.owner, lease_fence=self.fence
+        )
+
+    def update(self, changes: dict[str, Any], where: str = "", params: Sequence[Any] = ()) -> int:
+        """Change the process row only while this lease still holds it (and `where`, if
+        given, holds too); returns 1 if it did, 0 if not. The turn path's fenced write."""
+        fenced = "id = %s AND lease_owner = %s AND lease_fence = %s"
+        return fastsql.update(
+            ThinkProcess,
+            f"{fenced} AND {where}" if where else fenced,
+            [self.process_id, self.owner, self.fence, *params],
+            changes,
         )
 
 
@@ -109,46 +125,90 @@ def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | N
 def heartbeat(lease: Lease) -> None:
     """Extend the lease; raise LeaseLost if it is no longer ours."""
     expires = timezone.now() + timedelta(seconds=lease_seconds())
-    if lease.fenced().update(lease_expires_at=expires) != 1:
+    if lease.update({"lease_expires_at": expires}) != 1:
         raise LeaseLost(f"lease on tp_{lease.process_id} lost")
     lease.expires_at = expires
 
 
 def release(lease: Lease) -> None:
-    lease.fenced().update(lease_owner="", lease_expires_at=None)
+    lease.update({"lease_owner": "", "lease_expires_at": None})
+    lease.released = True
 
 
 class LeaseKeeper:
-    """Heartbeats a held lease from a side thread, so a long LLM call that streams nothing
+    """Keeps a held lease alive while a block runs, so a long LLM call that streams nothing
     keeps its lane; if the lease is lost, `lost` is set and the holder stops at its next
-    boundary (its writes would be refused by the fence anyway)."""
+    boundary (its writes would be refused by the fence anyway).
+
+    The beats come from one thread per OS process (`_Heartbeats`), not a thread per lease: a
+    turn costs no thread start, and a thousand held leases cost one thread."""
 
     def __init__(self, lease: Lease) -> None:
         self.lease = lease
         self.lost = threading.Event()
-        self._done = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name=f"lease-tp_{lease.process_id}", daemon=True
-        )
+        self.next_beat = 0.0
 
     def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
+        _heartbeats().add(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._done.set()
-        self._thread.join(timeout=10)
+        _heartbeats().remove(self)
+
+
+class _Heartbeats:
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self._keepers: set[LeaseKeeper] = set()
+        self._changed = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="lease-heartbeats", daemon=True)
+        self._thread.start()
+
+    def add(self, keeper: LeaseKeeper) -> None:
+        with self._changed:
+            keeper.next_beat = time.monotonic() + lease_seconds() / 3
+            self._keepers.add(keeper)
+            self._changed.notify()
+
+    def remove(self, keeper: LeaseKeeper) -> None:
+        with self._changed:
+            self._keepers.discard(keeper)
+
+    def _due(self) -> list[LeaseKeeper]:
+        """Wait until a keeper is due; return the due ones."""
+        with self._changed:
+            while True:
+                now = time.monotonic()
+                due = [keeper for keeper in self._keepers if keeper.next_beat <= now]
+                if due:
+                    for keeper in due:
+                        keeper.next_beat = now + lease_seconds() / 3
+                    return due
+                wake = min((keeper.next_beat for keeper in self._keepers), default=None)
+                self._changed.wait(None if wake is None else wake - now)
 
     def _run(self) -> None:
-        try:
-            while not self._done.wait(lease_seconds() / 3):
+        while True:
+            for keeper in self._due():
                 try:
-                    heartbeat(self.lease)
+                    heartbeat(keeper.lease)
                 except LeaseLost:
-                    self.lost.set()
-                    return
+                    keeper.lost.set()
+                    self.remove(keeper)
                 except Exception:
                     # A database hiccup: try again next beat; the lease outlives a few misses.
-                    log.exception("heartbeat of tp_%s failed", self.lease.process_id)
-        finally:
-            connections.close_all()
+                    log.exception("heartbeat of tp_%s failed", keeper.lease.process_id)
+                    close_old_connections()
+
+
+_heartbeat_thread: _Heartbeats | None = None
+_heartbeat_lock = threading.Lock()
+
+
+def _heartbeats() -> _Heartbeats:
+    global _heartbeat_thread
+    with _heartbeat_lock:
+        # A forked worker process does not inherit the parent's thread.
+        if _heartbeat_thread is None or _heartbeat_thread.pid != os.getpid():
+            _heartbeat_thread = _Heartbeats()
+        return _heartbeat_thread

@@ -51,6 +51,7 @@ from processes.worker import is_stopping
 from recipes_app.services import resolve_recipe
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
+from vancetope import fastsql
 from vancetope.errors import Conflict, NotFound, Unavailable
 from vancetope.llm.factory import get_provider
 from vancetope.tools.dispatch import ToolBox
@@ -163,10 +164,14 @@ def reset_process(process_id: int) -> ThinkProcess:
     return _lifecycle(process_id, Call.RESET)
 
 
-def _load(process_id: int) -> ThinkProcess:
-    process = ThinkProcess.objects.select_related("session").filter(pk=process_id).first()
-    if process is None:
+def _load(process_id: int, *, lock: bool = False) -> ThinkProcess:
+    """The process with its session (`lock`: the process row locked until the transaction
+    ends)."""
+    found = fastsql.select(ThinkProcess, "id = %s", [process_id], lock=lock)
+    if not found:
         raise NotFound(f"process tp_{process_id} not found")
+    process = found[0]
+    process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
     return process
 
 
@@ -252,21 +257,20 @@ class Steered:
 def steer_process(process_id: int, text: str, kind: PendingKind = PendingKind.STEER) -> Steered:
     """Append a pending message; wake the lane unless the process waits for resume."""
     with transaction.atomic():
-        process = (
-            ThinkProcess.objects.select_for_update(of=("self",))
-            .select_related("session")
-            .filter(pk=process_id)
-            .first()
-        )
-        if process is None:
-            raise NotFound(f"process tp_{process_id} not found")
+        process = _load(process_id, lock=True)
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
         message = _append_pending(process_id, process.next_pending_seq, kind, {"text": text})
-        count = PendingMessage.objects.filter(process_id=process_id, consumed=False).count()
+        count = fastsql.scalar(
+            f"SELECT COUNT(*) FROM {fastsql.table(PendingMessage)} "
+            "WHERE process_id = %s AND consumed = %s",
+            [process_id, False],
+        )
+        fastsql.update(
+            Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
+        )
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)
-    Session.objects.filter(pk=process.session_id).update(last_activity_at=timezone.now())
     return Steered(message, count)
 
 
@@ -286,7 +290,7 @@ def drive_lane(process_id: int) -> int:
     """Drain the process's pending messages in sequence order; the body of the lane task.
 
     Returns the number of turns run. If another worker holds the lane this returns at once:
-    the holder looks for new messages after it lets go.
+    the holder looks for new messages before it lets go.
     """
     turns = 0
     while not is_stopping():
@@ -299,7 +303,9 @@ def drive_lane(process_id: int) -> int:
         except lanes.LeaseLost:
             log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
             return turns
-        if not _has_work(process_id):
+        # A lane let go by the commit that found no more work needs no second look: a message
+        # sent after that commit woke the lane itself.
+        if lease.released or not _has_work(process_id):
             return turns
     return turns
 
@@ -317,10 +323,14 @@ def _has_work(process_id: int) -> bool:
     return PendingMessage.objects.filter(process_id=process_id, consumed=False).exists()
 
 
-def _unconsumed(process_id: int) -> list[PendingMessage]:
-    return list(
-        PendingMessage.objects.filter(process_id=process_id, consumed=False).order_by("seq")
+def _next_pending(process_id: int) -> PendingMessage | None:
+    found = fastsql.select(
+        PendingMessage,
+        "process_id = %s AND consumed = %s",
+        [process_id, False],
+        tail="ORDER BY seq LIMIT 1",
     )
+    return found[0] if found else None
 
 
 @contextmanager
@@ -330,10 +340,13 @@ def _holding(lease: lanes.Lease) -> Iterator[lanes.LeaseKeeper]:
         with lanes.LeaseKeeper(lease) as keeper:
             yield keeper
     finally:
-        lanes.release(lease)
+        if not lease.released:
+            lanes.release(lease)
 
 
 def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
+    """Run turns on the pending messages until none is left, an interrupt arrives or the
+    engine ends the process. The commit of the last turn also ends the run (status and lane)."""
     lease = keeper.lease
     process = _load(process_id)
     if process.status not in WAKE_ON_MESSAGE:
@@ -342,16 +355,14 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
         return 0
     if expire_if_stale(process, lease):
         return 0
-    pending = _unconsumed(process_id)
-    if not pending:
+    message = _next_pending(process_id)
+    if message is None:
         return 0
     engine = _engine_of(process)
     _set_status(process, lease, Call.TURN, Status.RUNNING)
     turns = 0
-    outcome, reason = Status.IDLE, ""
     failures = 0
-    while pending and outcome is Status.IDLE:
-        message = pending[0]
+    while message is not None:
         ctx = _build_context(process, keeper)
         try:
             engine.steer(process, ctx, message)
@@ -364,26 +375,20 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
             process.last_error = f"{type(exc).__name__}: {exc}"
             if failures >= MAX_TURN_ATTEMPTS:
-                outcome, reason = Status.CLOSED, CloseReason.FAILED
                 _notify(process, f"{process.public_id} failed: {process.last_error}", "error")
+                _set_status(process, lease, Call.TURN_END, Status.CLOSED, CloseReason.FAILED)
+                report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
+                return turns
             continue
         failures = 0
-        _commit_turn(process, lease, ctx, message)
         turns += 1
-        if ctx.outcome is not None:
-            outcome, reason = ctx.outcome, ctx.close_reason or ""
-        pending = pending[1:] or _unconsumed(process_id)
-        if _interrupt_is_fresh(*_interrupt_of(process_id)):
-            break
-    assert outcome in TURN_OUTCOMES
-    _set_status(process, lease, Call.TURN_END, outcome, reason)
-    report_to_parent(process, outcome, reason)
+        message = _commit_turn(process, lease, ctx, message)
+    if process.status == Status.RUNNING:
+        # Interrupted between deltas: the message stays pending, the caller gets the lane.
+        _set_status(process, lease, Call.TURN_END, Status.IDLE)
+    else:
+        report_to_parent(process, process.status, process.close_reason)
     return turns
-
-
-def _interrupt_of(process_id: int) -> tuple[str, Any]:
-    row = ThinkProcess.objects.filter(pk=process_id).values_list("interrupt", "interrupt_at")
-    return row.get()
 
 
 # --- context and commits -------------------------------------------------------------------------
@@ -398,7 +403,7 @@ def _engine_of(process: ThinkProcess) -> ThinkEngine:
 
 def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEngineContext:
     engine = _engine_of(process)
-    events = EventSink(process.session_id, process)
+    events = EventSink(process.session_id, process, settings.VANCETOPE_DELTA_INTERVAL_SECONDS)
     usage = TurnUsage()
     snapshot = process.recipe_snapshot
     engine_settings = {
@@ -417,7 +422,7 @@ def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEng
         settings=engine_settings,
         usage=usage,
         is_chat_process=process.session.chat_process_id == process.pk,
-        tools=ToolBox(process, engine.allowed_tools, boundary, conversation),
+        tools=ToolBox(process, engine.allowed_tools, boundary, conversation, events),
         queue_turn=lambda text: queue_own_turn(process.pk, text),
     )
 
@@ -427,8 +432,10 @@ def _append_pending(
 ) -> PendingMessage:
     """Append a pending message with `seq`, read under the process row's lock (call inside
     the transaction that holds it)."""
-    ThinkProcess.objects.filter(pk=process_id).update(next_pending_seq=F("next_pending_seq") + 1)
-    return PendingMessage.objects.create(process_id=process_id, seq=seq, kind=kind, payload=payload)
+    fastsql.update(ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(1)})
+    message = PendingMessage(process_id=process_id, seq=seq, kind=kind, payload=payload)
+    fastsql.insert([message], returning_pk=True)
+    return message
 
 
 def _locked_next_seq(process_id: int) -> tuple[str, int] | None:
@@ -515,54 +522,83 @@ class _Boundary:
 def _append_conversation(process: ThinkProcess, ctx: ThinkEngineContext) -> int:
     new = ctx.conversation.new_messages
     start = process.conversation_length
-    ConversationMessage.objects.bulk_create(
-        ConversationMessage(
-            process_id=process.pk,
-            index=start + offset,
-            role=message.role,
-            content=message.content,
-            tool_calls=[
-                {"id": call.id, "name": call.name, "arguments": call.arguments}
-                for call in message.tool_calls
-            ],
-            tool_call_id=message.tool_call_id,
-        )
-        for offset, message in enumerate(new)
+    fastsql.insert(
+        [
+            ConversationMessage(
+                process_id=process.pk,
+                index=start + offset,
+                role=message.role,
+                content=message.content,
+                tool_calls=[
+                    {"id": call.id, "name": call.name, "arguments": call.arguments}
+                    for call in message.tool_calls
+                ],
+                tool_call_id=message.tool_call_id,
+            )
+            for offset, message in enumerate(new)
+        ]
     )
     return len(new)
 
 
 def _commit_turn(
     process: ThinkProcess, lease: lanes.Lease, ctx: ThinkEngineContext, message: PendingMessage
-) -> None:
-    """Store the turn's messages, usage and engine state, and consume the pending message, in
-    one transaction that holds only if our lease does."""
+) -> PendingMessage | None:
+    """Store the turn's messages, usage, engine state and events, and consume the pending
+    message, in one transaction that holds only if our lease does.
+
+    Returns the next message to run. When there is none (or an interrupt is waiting, or the
+    engine ended the process), the same transaction ends the run: the process leaves RUNNING
+    and the lane is let go."""
     now = timezone.now()
     with transaction.atomic():
         added = _append_conversation(process, ctx)
-        updated = lease.fenced().update(
-            engine_state=process.engine_state,
-            conversation_length=F("conversation_length") + added,
-            prompt_tokens=F("prompt_tokens") + ctx.usage.prompt_tokens,
-            completion_tokens=F("completion_tokens") + ctx.usage.completion_tokens,
-            last_error="",
-            updated_at=now,
-            lease_expires_at=now + timedelta(seconds=lanes.lease_seconds()),
+        updated = lease.update(
+            {
+                "engine_state": process.engine_state,
+                "conversation_length": fastsql.Add(added),
+                "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
+                "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+                "last_error": "",
+                "updated_at": now,
+                "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
+            }
         )
         if updated != 1:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
-        consumed = PendingMessage.objects.filter(pk=message.pk, consumed=False).update(
-            consumed=True, consumed_at=now, consumed_fence=lease.fence
+        consumed = fastsql.update(
+            PendingMessage,
+            "id = %s AND consumed = %s",
+            [message.pk, False],
+            {"consumed": True, "consumed_at": now, "consumed_fence": lease.fence},
         )
         if consumed != 1:
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
         ctx.events.flush()
+        # Read after our row update: a steer committed before it is seen here, one committed
+        # after it wakes the lane itself once this transaction has let the lane go.
+        upcoming = None if ctx.outcome is not None else _next_unless_interrupted(process.pk)
+        if upcoming is None:
+            process.last_error = ""
+            outcome = ctx.outcome or Status.IDLE
+            assert outcome in TURN_OUTCOMES
+            _end_run(process, lease, outcome, ctx.close_reason or "", now)
     process.conversation_length += added
     ctx.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens
     process.last_error = ""
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
+    return upcoming
+
+
+def _next_unless_interrupted(process_id: int) -> PendingMessage | None:
+    [(interrupt, interrupt_at)] = fastsql.values(
+        ThinkProcess, ["interrupt", "interrupt_at"], "id = %s", [process_id]
+    )
+    if _interrupt_is_fresh(interrupt, interrupt_at):
+        return None
+    return _next_pending(process_id)
 
 
 def _commit(
@@ -620,31 +656,57 @@ def _commit(
 def _set_status(
     process: ThinkProcess, lease: lanes.Lease, call: Call, to_status: Status, reason: str = ""
 ) -> None:
-    from_status = process.status
-    check_call(call, from_status, process.close_reason, label=process.public_id)
     now = timezone.now()
     with transaction.atomic():
-        updated = (
-            lease.fenced()
-            .filter(status=from_status)
-            .update(
-                status=to_status, close_reason=reason, updated_at=now, last_error=process.last_error
-            )
-        )
-        if updated != 1:
-            raise lanes.LeaseLost(f"{process.public_id} changed under its lease")
-        ProcessTransition.objects.create(
-            process=process,
-            call=call,
-            from_status=from_status,
-            to_status=to_status,
-            close_reason=reason,
-            detail=process.last_error if reason == CloseReason.FAILED else "",
-        )
-        emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
-        if call is Call.TURN_END:
-            # Work done for a session is activity: the idle sweep leaves it alone.
-            Session.objects.filter(pk=process.session_id).update(last_activity_at=now)
+        _change_status(process, lease, call, to_status, reason, now)
+
+
+def _end_run(
+    process: ThinkProcess, lease: lanes.Lease, to_status: Status, reason: str, now: Any
+) -> None:
+    """Inside the last turn's commit: leave RUNNING and let the lane go."""
+    _change_status(process, lease, Call.TURN_END, to_status, reason, now, release=True)
+    lease.released = True
+
+
+def _change_status(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    call: Call,
+    to_status: Status,
+    reason: str,
+    now: Any,
+    *,
+    release: bool = False,
+) -> None:
+    """Move the process under its lease, with its transition row and status event (call
+    inside a transaction)."""
+    from_status = process.status
+    check_call(call, from_status, process.close_reason, label=process.public_id)
+    changes: dict[str, Any] = {
+        "status": to_status,
+        "close_reason": reason,
+        "updated_at": now,
+        "last_error": process.last_error,
+    }
+    if release:
+        changes.update(lease_owner="", lease_expires_at=None)
+    if lease.update(changes, "status = %s", [from_status]) != 1:
+        raise lanes.LeaseLost(f"{process.public_id} changed under its lease")
+    transition = ProcessTransition(
+        process_id=process.pk,
+        call=call,
+        from_status=from_status,
+        to_status=to_status,
+        close_reason=reason,
+        detail=process.last_error if reason == CloseReason.FAILED else "",
+        at=now,
+    )
+    fastsql.insert([transition])
+    emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
+    if call is Call.TURN_END:
+        # Work done for a session is activity: the idle sweep leaves it alone.
+        fastsql.update(Session, "id = %s", [process.session_id], {"last_activity_at": now})
     process.status = to_status
     process.close_reason = reason
 

@@ -12,12 +12,14 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
 
 from sessions_app.models import Session, SessionEvent
+from vancetope import fastsql
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +28,15 @@ def group_name(session_id: int) -> str:
     return f"session.{session_id}"
 
 
-def next_seq(session_id: int) -> int:
-    """Take the session's next event number. The UPDATE holds the session row until the
-    surrounding transaction commits, so numbers are handed out (and committed) in order."""
+def reserve_seqs(session_id: int, count: int = 1) -> int:
+    """Take the session's next `count` event numbers; returns the last one. The UPDATE holds
+    the session row until the surrounding transaction commits, so numbers are handed out (and
+    committed) in order."""
     table = Session._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + 1 WHERE id = %s RETURNING last_seq",
-            [session_id],
+            f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq",
+            [count, session_id],
         )
         row = cursor.fetchone()
     if row is None:
@@ -41,11 +44,21 @@ def next_seq(session_id: int) -> int:
     return int(row[0])
 
 
-def record_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
-    # Inside a turn's commit this joins the outer transaction (no savepoint per event).
+def record_events(
+    session_id: int, items: Sequence[tuple[str, dict[str, Any]]]
+) -> list[SessionEvent]:
+    """Store events with consecutive seqs: one seq update and one insert, however many."""
+    if not items:
+        return []
+    # Inside a turn's commit this joins the outer transaction (no savepoint per batch).
     with transaction.atomic(savepoint=False):
-        seq = next_seq(session_id)
-        return SessionEvent.objects.create(session_id=session_id, seq=seq, event=event, data=data)
+        first = reserve_seqs(session_id, len(items)) - len(items) + 1
+        stored = [
+            SessionEvent(session_id=session_id, seq=first + offset, event=event, data=data)
+            for offset, (event, data) in enumerate(items)
+        ]
+        fastsql.insert(stored)
+    return stored
 
 
 class EventPusher:
@@ -62,7 +75,7 @@ class EventPusher:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._loop = asyncio.new_event_loop()
-        self._queue: asyncio.Queue[tuple[int, dict[str, Any]]] | None = None
+        self._queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
         ready = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name="event-pusher", daemon=True
@@ -99,31 +112,32 @@ class EventPusher:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
 
-    async def _send_in_order(self, queue: asyncio.Queue[tuple[int, dict[str, Any]]]) -> None:
+    async def _send_in_order(self, queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]]) -> None:
         while True:
-            session_id, frame = await queue.get()
+            session_id, frames = await queue.get()
             try:
                 layer = get_channel_layer()
-                if layer is not None:
+                for frame in frames if layer is not None else ():
                     await layer.group_send(
                         group_name(session_id), {"type": "session.event", "frame": frame}
                     )
             except Exception:
-                log.exception("could not push event %s to session %s", frame["seq"], session_id)
+                log.exception("could not push events to session %s", session_id)
             finally:
                 queue.task_done()
 
-    def push(self, session_id: int, frame: dict[str, Any]) -> None:
+    def push(self, session_id: int, frames: list[dict[str, Any]]) -> None:
         assert self._queue is not None
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, frame))
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, frames))
 
 
 _pusher: EventPusher | None = None
 _pusher_lock = threading.Lock()
 
 
-def push_frame(session_id: int, frame: dict[str, Any]) -> None:
-    """Hand a frame to every socket bound to the session (none bound is fine: it is stored)."""
+def push_frames(session_id: int, frames: list[dict[str, Any]]) -> None:
+    """Hand frames to every socket bound to the session (none bound is fine: they are
+    stored)."""
     global _pusher
     with _pusher_lock:
         # A forked worker process does not inherit the parent's pusher thread.
@@ -131,7 +145,7 @@ def push_frame(session_id: int, frame: dict[str, Any]) -> None:
             _pusher = EventPusher()
             atexit.register(stop_pusher)
         pusher = _pusher
-    pusher.push(session_id, frame)
+    pusher.push(session_id, frames)
 
 
 def stop_pusher() -> None:
@@ -143,12 +157,18 @@ def stop_pusher() -> None:
         pusher.stop()
 
 
-def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
-    """Store the event, and push it once the surrounding transaction (if any) has committed."""
-    stored = record_event(session_id, event, data)
-    frame = stored.as_frame()
-    transaction.on_commit(lambda: push_frame(session_id, frame))
+def emit_events(session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[SessionEvent]:
+    """Store the events, and push them (in order) once the surrounding transaction (if any)
+    has committed."""
+    stored = record_events(session_id, items)
+    if stored:
+        frames = [event.as_frame() for event in stored]
+        transaction.on_commit(lambda: push_frames(session_id, frames))
     return stored
+
+
+def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
+    return emit_events(session_id, [(event, data)])[0]
 
 
 def events_since(

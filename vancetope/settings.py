@@ -105,6 +105,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(VAR_DIR / "brain.sqlite3"),
+            # Lane threads and the ASGI executor threads live long: each keeps its connection
+            # instead of opening (and setting up WAL on) a new one for every turn.
+            "CONN_MAX_AGE": env_int("CONN_MAX_AGE", 60),
             # Worker threads and the ASGI server write concurrently: WAL lets readers run beside
             # one writer, IMMEDIATE takes the write lock up front (no upgrade deadlocks), and the
             # timeout makes a writer wait for the lock instead of failing.
@@ -173,6 +176,9 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 # --- sessions ------------------------------------------------------------------------------------
 VANCETOPE_DEFAULT_CHAT_RECIPE = env_str("VANCETOPE_DEFAULT_CHAT_RECIPE", "ford")
 VANCETOPE_MAX_FRAME_BYTES = env_int("VANCETOPE_MAX_FRAME_BYTES", 1024 * 1024)
+# Streamed text is stored and pushed at most this often per turn; deltas in between are joined
+# into one chat-delta event (a slow LLM's deltas still go out one by one).
+VANCETOPE_DELTA_INTERVAL_SECONDS = env_float("VANCETOPE_DELTA_INTERVAL_SECONDS", 0.05)
 
 # --- tools ---------------------------------------------------------------------------------------
 # How long a lane waits for the bound client's tool-result before the tool call fails.

@@ -19,7 +19,7 @@ from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.services import read_bundled_recipes
 from sessions_app.admin import SessionAdmin
-from sessions_app.events import emit_event, record_event
+from sessions_app.events import emit_event, record_events
 from sessions_app.models import Session, SessionEvent
 from tests.conftest import Tenancy, open_session
 
@@ -316,7 +316,7 @@ def test_editing_a_session_keeps_its_status_and_its_event_numbering(operator, al
     original_save_form = SessionAdmin.save_form
 
     def save_form_while_an_event_is_emitted(self, request, form, change):
-        record_event(session.pk, "chat-delta", {"text": "…"})
+        record_events(session.pk, [("chat-delta", {"text": "…"})])
         return original_save_form(self, request, form, change)
 
     monkeypatch.setattr(SessionAdmin, "save_form", save_form_while_an_event_is_emitted)

@@ -77,12 +77,59 @@ def test_chat_message_is_answered_and_stored_in_the_conversation(alice):
     message = PendingMessage.objects.get(pk=steered.message.pk)
     assert message.consumed
     assert message.consumed_fence is not None
-    events = list(SessionEvent.objects.filter(session=session).values_list("event", flat=True))
-    assert events.count("chat-delta") == 2
-    assert "chat-message" in events
+    events = list(
+        SessionEvent.objects.filter(session=session).order_by("seq").values_list("event", "data")
+    )
+    # the two words streamed at once are joined into one delta
+    assert "".join(data["text"] for event, data in events if event == "chat-delta") == "echo: hello"
+    assert [event for event, _ in events][-4:] == [
+        "chat-message",
+        "chat-delta",
+        "chat-message",
+        "process-status",
+    ]
     process = ThinkProcess.objects.get(pk=session.chat_process_id)
     assert process.prompt_tokens > 0
     assert process.completion_tokens == 2
+
+
+def stored_deltas(session) -> list[str]:
+    rows = SessionEvent.objects.filter(session=session, event="chat-delta").order_by("seq")
+    return [row.data["text"] for row in rows]
+
+
+def test_a_slow_stream_goes_out_delta_by_delta(alice, tmp_path, settings):
+    # given: a reply streamed a word every 60 ms, deltas stored at most every 20 ms
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 0.02
+    script = tmp_path / "slow.yaml"
+    rule = {"match": "slow", "reply": "one two three four", "delay_per_delta": 0.06}
+    script.write_text(yaml.safe_dump([rule]))
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+    session = open_session(alice)
+    # when
+    services.send_chat(session, "slow")
+    wait_until(idle_with_messages(session.chat_process_id, 2))
+    # then: each word is its own event, nothing held back
+    assert stored_deltas(session) == ["one ", "two ", "three ", "four"]
+
+
+def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
+    # given: a 200-word reply streamed at once, deltas stored at most every 10 s
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 10
+    reply = " ".join(f"word{n}" for n in range(200))
+    script = tmp_path / "fast.yaml"
+    script.write_text(yaml.safe_dump([{"match": "fast", "reply": reply}]))
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+    session = open_session(alice)
+    # when
+    services.send_chat(session, "fast")
+    wait_until(idle_with_messages(session.chat_process_id, 2))
+    # then: one delta event carries the whole text, stored before the final message
+    assert stored_deltas(session) == [reply]
+    events = list(SessionEvent.objects.filter(session=session).order_by("seq"))
+    names = [event.event for event in events]
+    assert names.index("chat-delta") < len(names) - 2
+    assert events[-2].event == "chat-message" and events[-2].data["text"] == reply
 
 
 def test_event_seq_grows_by_one_without_gaps(alice):

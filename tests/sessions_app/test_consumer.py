@@ -114,7 +114,6 @@ async def test_new_user_flow_chat_list_stop_steer_and_bad_frame(alice):
     reply = await client.event("chat-message", role="assistant")
     assert reply["data"]["text"] == "echo: hello"
     deltas = [e["data"]["text"] for e in client.events if e["event"] == "chat-delta"]
-    assert len(deltas) >= 2
     assert "".join(deltas) == "echo: hello"
     # the chat process is IDLE in the list
     await client.event("process-status", after=reply["seq"], processId=chat_id, status="IDLE")

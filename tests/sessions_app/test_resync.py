@@ -72,6 +72,8 @@ def slow_replies(settings: Any, tmp_path: Path) -> SlowReplies:
     script.write_text(yaml.safe_dump(rules, width=1_000_000), encoding="utf-8")
     settings.VANCETOPE_LLM = "scripted"
     settings.VANCETOPE_LLM_SCRIPT = str(script)
+    # Every word its own event: the most events for the reconnects to fall between.
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 0
     return replies
 
 

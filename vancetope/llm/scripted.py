@@ -29,6 +29,7 @@ provider's.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -95,7 +96,11 @@ def split_into_word_deltas(text: str) -> list[str]:
     return chunks
 
 
+@functools.lru_cache(maxsize=65536)
 def count_words(text: str) -> int:
+    # Cached: every call counts the whole history again, and a long conversation's earlier
+    # messages are the same string objects each time (their hash is kept), so a turn's cost
+    # does not grow with the conversation's length.
     return len(text.split())
 
 

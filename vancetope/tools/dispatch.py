@@ -40,7 +40,7 @@ from vancetope.tools.models import ToolCall as ToolCallRow
 from vancetope.tools.registry import server_tools
 
 if TYPE_CHECKING:
-    from engines.context import ConversationBuffer
+    from engines.context import ConversationBuffer, EventSink
     from processes.models import ThinkProcess
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,10 @@ class ToolBox:
         engine_default: Iterable[str],
         boundary: Callable[[], None],
         conversation: ConversationBuffer | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.process = process
+        self._events = events
         self._engine_default = list(engine_default)
         self._boundary = boundary
         self._conversation = conversation
@@ -149,6 +151,10 @@ class ToolBox:
     def invoke(
         self, name: str, arguments: dict[str, Any], *, only_safety: Safety | None = None
     ) -> ToolResult:
+        if self._events is not None:
+            # Text the LLM streamed before asking for the tool reaches the client before the
+            # tool's own events.
+            self._events.store_held()
         manifest = self.pool().get(name)
         if manifest is None or (only_safety is not None and manifest.safety != only_safety):
             why = "is not available to this process" if manifest is None else "is not a probe"
