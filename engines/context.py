@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.db import transaction
+
 from engines import conversation_cache
 from processes.states import CloseReason, Status
 from sessions_app.events import emit_events
@@ -113,10 +115,19 @@ class EventSink:
     answer, task trees) wait for the commit, so a client never sees what a crash takes back.
     """
 
-    def __init__(self, session_id: int, process: ThinkProcess, delta_interval: float) -> None:
+    def __init__(
+        self,
+        session_id: int,
+        process: ThinkProcess,
+        delta_interval: float,
+        opening: Callable[[], list[tuple[str, dict[str, Any]]]] | None = None,
+    ) -> None:
         self._session_id = session_id
         self._process = process
         self._delta_interval = delta_interval
+        # Run (inside the transaction) before the first events are stored; its events go
+        # first. The lane starts its run this way (RUNNING).
+        self._opening = opening
         self._held: list[tuple[str, dict[str, Any]]] = []
         self._last_stored = -math.inf
         self.after_commit: list[tuple[str, dict[str, Any]]] = []
@@ -149,14 +160,26 @@ class EventSink:
     def task_tree(self, tree: dict[str, Any]) -> None:
         self.emit_after_commit("task-tree", {"processId": self._process.public_id, "tree": tree})
 
+    def open(self) -> None:
+        """Run the opening, if it has not run yet (inside the caller's transaction)."""
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            self._held[:0] = opening()
+
     def store_held(self) -> None:
-        """Store and push the held events now (before anything else the client will see)."""
-        held, self._held = self._held, []
-        emit_events(self._session_id, held)
+        """Store and push the held events now (before anything else the client will see, and
+        before the engine waits on an LLM or a tool)."""
+        if not self._held and self._opening is None:
+            return
+        with transaction.atomic():
+            self.open()
+            held, self._held = self._held, []
+            emit_events(self._session_id, held)
         self._last_stored = time.monotonic()
 
     def flush(self) -> None:
         """At the commit (inside its transaction): the held events, then the whole messages."""
+        self.open()
         pending = [*self._held, *self.after_commit]
         self._held, self.after_commit = [], []
         emit_events(self._session_id, pending)
@@ -191,6 +214,8 @@ class LlmAccess:
     def stream(
         self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
     ) -> Iterator[TextDelta | ToolCall]:
+        # What the turn has to say (its start, the user's message) is out before the wait.
+        self._events.store_held()
         for item in self.provider.stream(messages, tools):
             if isinstance(item, Usage):
                 self._usage.add(item)

@@ -44,6 +44,8 @@ class Lease:
     expires_at: datetime
     # Set once the lane is let go (by release, or by the commit that ended the run).
     released: bool = False
+    # The process row as the acquisition left it (read in the same statement).
+    process: ThinkProcess | None = None
 
     def fenced(self) -> QuerySet[ThinkProcess]:
         """The process row, only while this lease still holds it."""
@@ -94,20 +96,17 @@ def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
     owner = owner or new_owner()
     now = timezone.now()
     expires = now + timedelta(seconds=lease_seconds())
-    # One compare-and-swap statement: free (or expired) → ours, with the next fence.
-    adapt = connection.ops.adapt_datetimefield_value
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {ThinkProcess._meta.db_table} "
-            "SET lease_owner = %s, lease_expires_at = %s, lease_fence = lease_fence + 1 "
-            "WHERE id = %s AND (lease_owner = '' OR lease_expires_at < %s) "
-            "RETURNING lease_fence",
-            [owner, adapt(expires), process_id, adapt(now)],
-        )
-        row = cursor.fetchone()
-    if row is None:
+    # One compare-and-swap statement: free (or expired) → ours, with the next fence; it
+    # returns the row, so the holder need not read it again.
+    taken = fastsql.update_returning(
+        ThinkProcess,
+        "id = %s AND (lease_owner = '' OR lease_expires_at < %s)",
+        [process_id, connection.ops.adapt_datetimefield_value(now)],
+        {"lease_owner": owner, "lease_expires_at": expires, "lease_fence": fastsql.Add(1)},
+    )
+    if not taken:
         return None
-    return Lease(process_id, owner, int(row[0]), expires)
+    return Lease(process_id, owner, taken[0].lease_fence, expires, process=taken[0])
 
 
 def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | None:

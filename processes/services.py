@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
@@ -49,7 +49,7 @@ from processes.states import (
 )
 from processes.worker import is_stopping
 from recipes_app.services import resolve_recipe
-from sessions_app.events import emit_event
+from sessions_app.events import emit_event, emit_events
 from sessions_app.models import Session, SessionStatus
 from vancetope import fastsql
 from vancetope.errors import Conflict, NotFound, Unavailable
@@ -170,7 +170,10 @@ def _load(process_id: int, *, lock: bool = False) -> ThinkProcess:
     found = fastsql.select(ThinkProcess, "id = %s", [process_id], lock=lock)
     if not found:
         raise NotFound(f"process tp_{process_id} not found")
-    process = found[0]
+    return _with_session(found[0])
+
+
+def _with_session(process: ThinkProcess) -> ThinkProcess:
     process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
     return process
 
@@ -348,7 +351,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     """Run turns on the pending messages until none is left, an interrupt arrives or the
     engine ends the process. The commit of the last turn also ends the run (status and lane)."""
     lease = keeper.lease
-    process = _load(process_id)
+    process = lease.process or _load(process_id)
     if process.status not in WAKE_ON_MESSAGE:
         return 0
     if _interrupt_is_fresh(process.interrupt, process.interrupt_at):
@@ -359,11 +362,11 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     if message is None:
         return 0
     engine = _engine_of(process)
-    _set_status(process, lease, Call.TURN, Status.RUNNING)
+    run = _Run(process, lease)
     turns = 0
     failures = 0
     while message is not None:
-        ctx = _build_context(process, keeper)
+        ctx = _build_context(process, keeper, run)
         try:
             engine.steer(process, ctx, message)
         except TurnInterrupted:
@@ -376,7 +379,20 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             process.last_error = f"{type(exc).__name__}: {exc}"
             if failures >= MAX_TURN_ATTEMPTS:
                 _notify(process, f"{process.public_id} failed: {process.last_error}", "error")
-                _set_status(process, lease, Call.TURN_END, Status.CLOSED, CloseReason.FAILED)
+                with transaction.atomic():
+                    events = run.start()
+                    events.append(
+                        _change_status(
+                            process,
+                            lease,
+                            Call.TURN_END,
+                            Status.CLOSED,
+                            CloseReason.FAILED,
+                            timezone.now(),
+                            emit=False,
+                        )
+                    )
+                    emit_events(process.session_id, events)
                 report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
                 return turns
             continue
@@ -386,9 +402,32 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     if process.status == Status.RUNNING:
         # Interrupted between deltas: the message stays pending, the caller gets the lane.
         _set_status(process, lease, Call.TURN_END, Status.IDLE)
-    else:
+    elif run.started:
         report_to_parent(process, process.status, process.close_reason)
     return turns
+
+
+class _Run:
+    """A lane's run over pending messages. RUNNING is written with the first thing the run
+    stores (its first events, or its first commit), so starting a turn costs no transaction
+    of its own; the commit that finds no more work ends the run."""
+
+    def __init__(self, process: ThinkProcess, lease: lanes.Lease) -> None:
+        self.process = process
+        self.lease = lease
+        self.started = False
+
+    def start(self) -> list[tuple[str, dict[str, Any]]]:
+        """Inside a transaction: move to RUNNING unless done; returns the status event to
+        store in that same transaction, ahead of the run's other events."""
+        if self.started:
+            return []
+        now = timezone.now()
+        event = _change_status(
+            self.process, self.lease, Call.TURN, Status.RUNNING, "", now, emit=False
+        )
+        self.started = True
+        return [event]
 
 
 # --- context and commits -------------------------------------------------------------------------
@@ -401,9 +440,16 @@ def _engine_of(process: ThinkProcess) -> ThinkEngine:
     return engine
 
 
-def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEngineContext:
+def _build_context(
+    process: ThinkProcess, keeper: lanes.LeaseKeeper, run: _Run | None = None
+) -> ThinkEngineContext:
     engine = _engine_of(process)
-    events = EventSink(process.session_id, process, settings.VANCETOPE_DELTA_INTERVAL_SECONDS)
+    events = EventSink(
+        process.session_id,
+        process,
+        settings.VANCETOPE_DELTA_INTERVAL_SECONDS,
+        opening=run.start if run is not None and not run.started else None,
+    )
     usage = TurnUsage()
     snapshot = process.recipe_snapshot
     engine_settings = {
@@ -421,10 +467,29 @@ def _build_context(process: ThinkProcess, keeper: lanes.LeaseKeeper) -> ThinkEng
         events=events,
         settings=engine_settings,
         usage=usage,
-        is_chat_process=process.session.chat_process_id == process.pk,
+        is_chat_process=_chat_process_of(process.session_id) == process.pk,
         tools=ToolBox(process, engine.allowed_tools, boundary, conversation, events),
         queue_turn=lambda text: queue_own_turn(process.pk, text),
     )
+
+
+# Session id → its chat process. A session's chat process is set once, when the session is
+# created, and never changes, so a lane need not read the session row for it every turn.
+_chat_processes: dict[int, int] = {}
+CHAT_PROCESS_CACHE = 10_000
+
+
+def _chat_process_of(session_id: int) -> int | None:
+    found = _chat_processes.get(session_id)
+    if found is None:
+        found = fastsql.scalar(
+            f"SELECT chat_process_id FROM {fastsql.table(Session)} WHERE id = %s", [session_id]
+        )
+        if found is not None:
+            if len(_chat_processes) >= CHAT_PROCESS_CACHE:
+                _chat_processes.clear()
+            _chat_processes[session_id] = found
+    return found
 
 
 def _append_pending(
@@ -552,6 +617,7 @@ def _commit_turn(
     and the lane is let go."""
     now = timezone.now()
     with transaction.atomic():
+        ctx.events.open()
         added = _append_conversation(process, ctx)
         updated = lease.update(
             {
@@ -574,7 +640,6 @@ def _commit_turn(
         )
         if consumed != 1:
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
-        ctx.events.flush()
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
         upcoming = None if ctx.outcome is not None else _next_unless_interrupted(process.pk)
@@ -582,7 +647,8 @@ def _commit_turn(
             process.last_error = ""
             outcome = ctx.outcome or Status.IDLE
             assert outcome in TURN_OUTCOMES
-            _end_run(process, lease, outcome, ctx.close_reason or "", now)
+            _end_run(process, lease, outcome, ctx.close_reason or "", now, ctx.events)
+        ctx.events.flush()
     process.conversation_length += added
     ctx.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
@@ -593,12 +659,17 @@ def _commit_turn(
 
 
 def _next_unless_interrupted(process_id: int) -> PendingMessage | None:
-    [(interrupt, interrupt_at)] = fastsql.values(
-        ThinkProcess, ["interrupt", "interrupt_at"], "id = %s", [process_id]
+    """The next pending message, unless a fresh interrupt waits (one statement)."""
+    fresh_after = connection.ops.adapt_datetimefield_value(timezone.now() - INTERRUPT_TTL)
+    found = fastsql.select(
+        PendingMessage,
+        "process_id = %s AND consumed = %s AND NOT EXISTS ("
+        f"SELECT 1 FROM {fastsql.table(ThinkProcess)} "
+        "WHERE id = %s AND interrupt <> '' AND interrupt_at > %s)",
+        [process_id, False, process_id, fresh_after],
+        tail="ORDER BY seq LIMIT 1",
     )
-    if _interrupt_is_fresh(interrupt, interrupt_at):
-        return None
-    return _next_pending(process_id)
+    return found[0] if found else None
 
 
 def _commit(
@@ -662,10 +733,19 @@ def _set_status(
 
 
 def _end_run(
-    process: ThinkProcess, lease: lanes.Lease, to_status: Status, reason: str, now: Any
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    to_status: Status,
+    reason: str,
+    now: Any,
+    events: EventSink,
 ) -> None:
-    """Inside the last turn's commit: leave RUNNING and let the lane go."""
-    _change_status(process, lease, Call.TURN_END, to_status, reason, now, release=True)
+    """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
+    goes out with the turn's other events)."""
+    event = _change_status(
+        process, lease, Call.TURN_END, to_status, reason, now, release=True, emit=False
+    )
+    events.emit_after_commit(*event)
     lease.released = True
 
 
@@ -678,9 +758,11 @@ def _change_status(
     now: Any,
     *,
     release: bool = False,
-) -> None:
+    emit: bool = True,
+) -> tuple[str, dict[str, Any]]:
     """Move the process under its lease, with its transition row and status event (call
-    inside a transaction)."""
+    inside a transaction). Returns the status event; `emit=False` leaves storing it to the
+    caller, in the same transaction."""
     from_status = process.status
     check_call(call, from_status, process.close_reason, label=process.public_id)
     changes: dict[str, Any] = {
@@ -703,12 +785,12 @@ def _change_status(
         at=now,
     )
     fastsql.insert([transition])
-    emit_event(process.session_id, "process-status", _status_data(process, to_status, reason))
-    if call is Call.TURN_END:
-        # Work done for a session is activity: the idle sweep leaves it alone.
-        fastsql.update(Session, "id = %s", [process.session_id], {"last_activity_at": now})
+    event = ("process-status", _status_data(process, to_status, reason))
+    if emit:
+        emit_event(process.session_id, *event)
     process.status = to_status
     process.close_reason = reason
+    return event
 
 
 def _status_data(process: ThinkProcess, status: str, reason: str) -> dict[str, Any]:

@@ -133,9 +133,10 @@ class BrainConsumer(AsyncWebsocketConsumer):
         )
         await self.send_model(p.ErrorFrame(replyTo=request_id, data=data))
 
-    async def session_event(self, message: dict[str, Any]) -> None:
-        """Group handler: an event for the bound session."""
-        await self._deliver(message["frame"])
+    async def session_events(self, message: dict[str, Any]) -> None:
+        """Group handler: events for the bound session, in seq order."""
+        for frame in message["frames"]:
+            await self._deliver(frame)
 
     async def _deliver(self, frame: dict[str, Any]) -> None:
         seq = int(frame["seq"])
@@ -144,8 +145,10 @@ class BrainConsumer(AsyncWebsocketConsumer):
         if seq > self.last_seq + 1:
             missing = await call_service(events_since, self.session_id, self.last_seq, seq)
             for event in missing:
-                await self.send_model(p.EventFrame(**event.as_frame()))
-        await self.send_model(p.EventFrame(**frame))
+                await self.send(text_data=json.dumps(event.as_frame()))
+        # Frames are built by the Brain from stored events (see SessionEvent.as_frame): sent
+        # as they are, without a second validation per event.
+        await self.send(text_data=json.dumps(frame))
         self.last_seq = seq
 
     async def _catch_up(self) -> None:
@@ -168,10 +171,13 @@ class BrainConsumer(AsyncWebsocketConsumer):
         bound.unbind(self.session_id)
         self.session_id = None
 
-    async def _session(self) -> Session:
+    def _bound_session_id(self) -> int:
         if self.session_id is None:
             raise Conflict("no session: send session-create or session-resume first")
-        return await call_service(Session.objects.select_related("project").get, pk=self.session_id)
+        return self.session_id
+
+    async def _session(self) -> Session:
+        return await call_service(services.load_session, self._bound_session_id())
 
     # --- handlers --------------------------------------------------------------------------------
 
@@ -237,12 +243,10 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def on_tool_result(self, frame: p.ToolResult) -> None:
         """The client answers a tool-call event; no reply unless it is refused."""
-        if self.session_id is None:
-            raise Conflict("no session: send session-create or session-resume first")
         data = frame.data
         await call_service(
             accept_tool_result,
-            self.session_id,
+            self._bound_session_id(),
             data.callId,
             ok=data.ok,
             result=data.result,
@@ -250,8 +254,13 @@ class BrainConsumer(AsyncWebsocketConsumer):
         )
 
     async def on_chat(self, frame: p.Chat) -> None:
-        session = await self._session()
-        steered = await call_service(processes.send_chat, session, frame.data.text)
+        session_id = self._bound_session_id()
+
+        def chat() -> processes.Steered:
+            # One hop to a worker thread per chat: load the session and steer there.
+            return processes.send_chat(services.load_session(session_id), frame.data.text)
+
+        steered = await call_service(chat)
         await self.reply(
             frame.id,
             "chat-accepted",
@@ -326,7 +335,8 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def on_recipes_list(self, frame: p.RecipesList) -> None:
         if self.session_id is not None:
-            project = (await self._session()).project
+            session_id = self.session_id
+            project = await call_service(lambda: services.load_session(session_id).project)
         elif frame.data.projectId:
             project = await call_service(get_visible_project, self.user, frame.data.projectId)
         else:

@@ -17,6 +17,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 from django.db import connection, transaction
+from django.utils import timezone
 
 from sessions_app.models import Session, SessionEvent
 from vancetope import fastsql
@@ -31,12 +32,14 @@ def group_name(session_id: int) -> str:
 def reserve_seqs(session_id: int, count: int = 1) -> int:
     """Take the session's next `count` event numbers; returns the last one. The UPDATE holds
     the session row until the surrounding transaction commits, so numbers are handed out (and
-    committed) in order."""
+    committed) in order. Events are work done for the session: its idle clock starts again."""
     table = Session._meta.db_table
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq",
-            [count, session_id],
+            f"UPDATE {table} SET last_seq = last_seq + %s, last_activity_at = %s "
+            "WHERE id = %s RETURNING last_seq",
+            [count, now, session_id],
         )
         row = cursor.fetchone()
     if row is None:
@@ -117,9 +120,10 @@ class EventPusher:
             session_id, frames = await queue.get()
             try:
                 layer = get_channel_layer()
-                for frame in frames if layer is not None else ():
+                if layer is not None:
+                    # One channel-layer message per batch: a turn's events travel together.
                     await layer.group_send(
-                        group_name(session_id), {"type": "session.event", "frame": frame}
+                        group_name(session_id), {"type": "session.events", "frames": frames}
                     )
             except Exception:
                 log.exception("could not push events to session %s", session_id)

@@ -29,6 +29,7 @@ from sessions_app.models import (
     SessionStatus,
     SuspendCause,
 )
+from vancetope import fastsql
 from vancetope.errors import Conflict, NotFound
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import fail_outstanding_client_calls
@@ -65,6 +66,14 @@ def get_visible_session(user: Any, session_id: int) -> Session:
     if session is None:
         raise NotFound(f"session sess_{session_id} not found")
     return session
+
+
+def load_session(session_id: int) -> Session:
+    """The session row as it is now (the turn path's read: prepared, no joins)."""
+    found = fastsql.select(Session, "id = %s", [session_id])
+    if not found:
+        raise NotFound(f"session sess_{session_id} not found")
+    return found[0]
 
 
 def create_session(

@@ -35,6 +35,7 @@ class Add:
 @dataclass(frozen=True)
 class _Select:
     sql: str
+    columns: str
     attnames: tuple[str, ...]
     converters: tuple[tuple[int, tuple[tuple[Converter, Any], ...]], ...]
 
@@ -65,7 +66,8 @@ def _build_select(
         if found:
             converters.append((index, tuple((converter, col) for converter in found)))
     sql = f"SELECT {columns} FROM {_quote(table)} WHERE {where} {tail}".rstrip()
-    return _Select(sql, tuple(field.attname for field in fields), tuple(converters))
+    attnames = tuple(field.attname for field in fields)
+    return _Select(sql, columns, attnames, tuple(converters))
 
 
 def _select(model: type[Model], names: Sequence[str] | None, where: str, tail: str) -> _Select:
@@ -78,10 +80,13 @@ def _select(model: type[Model], names: Sequence[str] | None, where: str, tail: s
     return found
 
 
-def _rows(select: _Select, params: Sequence[Any]) -> list[list[Any]]:
+def _fetch(sql: str, params: Sequence[Any]) -> list[list[Any]]:
     with connection.cursor() as cursor:
-        cursor.execute(select.sql, params)
-        rows = [list(row) for row in cursor.fetchall()]
+        cursor.execute(sql, params)
+        return [list(row) for row in cursor.fetchall()]
+
+
+def _convert(select: _Select, rows: list[list[Any]]) -> list[list[Any]]:
     for row in rows:
         for index, converters in select.converters:
             value = row[index]
@@ -89,6 +94,10 @@ def _rows(select: _Select, params: Sequence[Any]) -> list[list[Any]]:
                 value = converter(value, col, connection)
             row[index] = value
     return rows
+
+
+def _rows(select: _Select, params: Sequence[Any]) -> list[list[Any]]:
+    return _convert(select, _fetch(select.sql, params))
 
 
 def select(
@@ -151,10 +160,33 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
     """UPDATE the rows WHERE `where` with `changes` (field name → value, or Add(n)); returns
     the number of rows changed."""
+    sql, values = _update(model, where, params, changes, returning=None)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        return int(cursor.rowcount)
+
+
+def update_returning(
+    model: type[M], where: str, params: Sequence[Any], changes: dict[str, Any]
+) -> list[M]:
+    """As `update`, and the changed rows as they are after it (one statement)."""
+    returning = _select(model, None, "", "")
+    sql, values = _update(model, where, params, changes, returning=returning)
+    rows = _convert(returning, _fetch(sql, values))
+    return [model.from_db(connection.alias, returning.attnames, row) for row in rows]
+
+
+def _update(
+    model: type[Model],
+    where: str,
+    params: Sequence[Any],
+    changes: dict[str, Any],
+    returning: _Select | None,
+) -> tuple[str, list[Any]]:
     meta = model._meta
     names = tuple(changes)
     shape = tuple(isinstance(changes[name], Add) for name in names)
-    key = ("update", connection.vendor, model, names, shape, where)
+    key = ("update", connection.vendor, model, names, shape, where, returning is not None)
     sql = _statements.get(key)
     if sql is None:
         parts = []
@@ -163,19 +195,19 @@ def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[
             column = _quote(field.column)
             parts.append(f"{column} = {column} + %s" if adds else f"{column} = %s")
         sql = f"UPDATE {_quote(meta.db_table)} SET {', '.join(parts)} WHERE {where}"
+        if returning is not None:
+            sql += f" RETURNING {returning.columns}"
         with _lock:
             _statements[key] = sql
-    assignments = []
+    values = []
     for name in names:
         value = changes[name]
         if isinstance(value, Add):
-            assignments.append(value.amount)
+            values.append(value.amount)
         else:
             target: Any = meta.get_field(name)
-            assignments.append(target.get_db_prep_save(value, connection))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*assignments, *params])
-        return int(cursor.rowcount)
+            values.append(target.get_db_prep_save(value, connection))
+    return sql, [*values, *params]
 
 
 def scalar(sql: str, params: Sequence[Any]) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -130,7 +131,7 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
     @classmethod
-    def issue(cls, user: object, name: str) -> tuple[ApiToken, str]:
+    def issue(cls, user: Any, name: str) -> tuple[ApiToken, str]:
         """Create a token and return it with its raw value, which is never stored."""
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = cls.objects.create(user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw))
