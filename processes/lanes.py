@@ -160,6 +160,7 @@ class _Heartbeats:
         self.pid = os.getpid()
         self._keepers: set[LeaseKeeper] = set()
         self._changed = threading.Condition()
+        self._wake_at = 0.0
         self._thread = threading.Thread(target=self._run, name="lease-heartbeats", daemon=True)
         self._thread.start()
 
@@ -167,7 +168,10 @@ class _Heartbeats:
         with self._changed:
             keeper.next_beat = time.monotonic() + lease_seconds() / 3
             self._keepers.add(keeper)
-            self._changed.notify()
+            if keeper.next_beat < self._wake_at:
+                # Only a beat due before the thread's next wake-up needs to wake it; in a
+                # busy Brain that is rare, so a turn does not cost the thread a wake-up.
+                self._changed.notify()
 
     def remove(self, keeper: LeaseKeeper) -> None:
         with self._changed:
@@ -183,8 +187,12 @@ class _Heartbeats:
                     for keeper in due:
                         keeper.next_beat = now + lease_seconds() / 3
                     return due
-                wake = min((keeper.next_beat for keeper in self._keepers), default=None)
-                self._changed.wait(None if wake is None else wake - now)
+                # Wake at least once per beat interval even with nothing to beat.
+                self._wake_at = min(
+                    (keeper.next_beat for keeper in self._keepers),
+                    default=now + lease_seconds() / 3,
+                )
+                self._changed.wait(self._wake_at - now)
 
     def _run(self) -> None:
         while True:

@@ -86,6 +86,15 @@ def visible_processes(user: Any) -> QuerySet[ThinkProcess]:
     )
 
 
+def is_visible(process: ThinkProcess, user: Any) -> bool:
+    """The rule of `visible_processes` for one loaded process (with its session)."""
+    return (
+        user.is_authenticated
+        and process.session.owner_id == user.pk
+        and process.recipe_snapshot.get("category") != "service"
+    )
+
+
 def get_visible_process(user: Any, process_id: int) -> ThinkProcess:
     process = visible_processes(user).filter(pk=process_id).first()
     if process is None:
@@ -257,10 +266,18 @@ class Steered:
     pending: int
 
 
-def steer_process(process_id: int, text: str, kind: PendingKind = PendingKind.STEER) -> Steered:
-    """Append a pending message; wake the lane unless the process waits for resume."""
+def steer_process(
+    process_id: int, text: str, kind: PendingKind = PendingKind.STEER, *, user: Any = None
+) -> Steered:
+    """Append a pending message; wake the lane unless the process waits for resume. With
+    `user`, a process the user may not see is not found (and nothing changes)."""
     with transaction.atomic():
-        process = _load(process_id, lock=True)
+        try:
+            process = _load(process_id, lock=True)
+        except NotFound:
+            process = None
+        if process is None or (user is not None and not is_visible(process, user)):
+            raise NotFound(f"process tp_{process_id} not found")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
         message = _append_pending(process_id, process.next_pending_seq, kind, {"text": text})

@@ -1,7 +1,7 @@
 """The in-process worker of the embedded Brain: a thread pool that runs the lane task.
 
-It runs the same Celery task the distributed workers run (`drive_lane_task`), through
-`Task.apply`, so both runtimes share one code path. Wakes for a process that is already queued
+It runs the same Celery task the distributed workers run (`drive_lane_task`), so both
+runtimes share one code path. Wakes for a process that is already queued
 are coalesced: one queued drive drains everything pending.
 """
 
@@ -39,9 +39,11 @@ class InProcessWorker:
         with self._lock:
             self._queued.discard(process_id)
         try:
-            result = drive_lane_task.apply(args=(process_id,))
-            if result.failed():
-                log.error("lane tp_%s failed: %s", process_id, result.result)
+            # The task itself (as a worker runs it), without Task.apply's eager-result and
+            # tracing machinery, which cost as much as a turn's own work.
+            drive_lane_task(process_id)
+        except Exception:
+            log.exception("lane tp_%s failed", process_id)
         finally:
             # Each pool thread keeps its own connection up to CONN_MAX_AGE; drop it when it is
             # older than that or broken, as Django does at the end of a request.

@@ -103,7 +103,8 @@ if DATABASE_URL:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            # The stock SQLite backend, with writers of this process queued in Python.
+            "ENGINE": "vancetope.sqlite_backend",
             "NAME": str(VAR_DIR / "brain.sqlite3"),
             # Lane threads and the ASGI executor threads live long: each keeps its connection
             # instead of opening (and setting up WAL on) a new one for every turn.
@@ -125,16 +126,26 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- channels, celery ----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
+# Messages a socket's channel holds before new ones are dropped (a socket that misses events
+# fills the gap from the database, which is slower): room for a burst of a few hundred turns.
+CHANNEL_CAPACITY = env_int("VANCETOPE_CHANNEL_CAPACITY", 1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt")},
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt"),
+                "capacity": CHANNEL_CAPACITY,
+            },
         }
     }
 else:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "vancetope.channel_layer.ThreadSafeInMemoryChannelLayer"}
+        "default": {
+            "BACKEND": "vancetope.channel_layer.ThreadSafeInMemoryChannelLayer",
+            "CONFIG": {"capacity": CHANNEL_CAPACITY},
+        }
     }
 
 # "inprocess": lanes are driven by a thread pool inside the Brain process (embedded default).

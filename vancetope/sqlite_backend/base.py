@@ -1,0 +1,83 @@
+"""SQLite for a Brain with many threads: within one OS process, writers queue in Python.
+
+SQLite lets one connection write at a time. A second writer waits in SQLite's busy handler,
+which sleeps 1, 2, 5, 10, 15 … ms between tries, so under load a writer often sleeps long after
+the lock is free: with lane threads, the ASGI threads and the heartbeat thread all writing,
+those sleeps, not the writes, set the pace. Here every write transaction (and every write
+statement outside one) of this process first takes one lock, and the next writer goes the
+moment the previous one commits. Writers in other processes (a management command, a second
+process on the same file) still meet the busy handler, as with the stock backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.db.backends.sqlite3 import base
+
+# One writer at a time per OS process (SQLite allows one per database file anyway).
+_write_lock = threading.Lock()
+WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    holds_write_lock = False
+
+    def _start_transaction_under_autocommit(self) -> None:
+        _write_lock.acquire()
+        self.holds_write_lock = True
+        try:
+            super()._start_transaction_under_autocommit()  # type: ignore[misc]
+        except BaseException:
+            self._let_go()
+            raise
+
+    def _let_go(self) -> None:
+        if self.holds_write_lock:
+            self.holds_write_lock = False
+            _write_lock.release()
+
+    def _commit(self) -> None:
+        try:
+            super()._commit()  # type: ignore[misc]
+        finally:
+            self._let_go()
+
+    def _rollback(self) -> None:
+        try:
+            super()._rollback()  # type: ignore[misc]
+        finally:
+            self._let_go()
+
+    def _close(self) -> None:
+        try:
+            super()._close()  # type: ignore[misc]
+        finally:
+            self._let_go()
+
+    def create_cursor(self, name: str | None = None) -> Any:
+        cursor = self.connection.cursor(factory=CursorWrapper)
+        cursor.wrapper = self
+        return cursor
+
+
+class CursorWrapper(base.SQLiteCursorWrapper):
+    """A write outside a transaction is a transaction of its own: it queues too."""
+
+    wrapper: DatabaseWrapper
+
+    def _queues(self, query: str) -> bool:
+        return not self.wrapper.holds_write_lock and query.lstrip()[:7].upper().startswith(WRITES)
+
+    def execute(self, query: str, params: Any = None) -> Any:
+        if self._queues(query):
+            with _write_lock:
+                return super().execute(query, params)
+        return super().execute(query, params)
+
+    def executemany(self, query: str, param_list: Any) -> Any:
+        if self._queues(query):
+            with _write_lock:
+                return super().executemany(query, param_list)
+        return super().executemany(query, param_list)
