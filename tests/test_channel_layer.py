@@ -62,3 +62,24 @@ async def test_groups_change_while_another_thread_sends_without_errors():
     stop.set()
     sender.join(timeout=10)
     assert errors == []
+
+
+async def test_a_full_group_member_drops_its_oldest_message_and_keeps_the_newest():
+    # given: a socket's channel with room for two messages that nobody reads yet
+    layer = ThreadSafeInMemoryChannelLayer(capacity=2)
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    # when: three events are sent to its group, from this loop and from another thread
+    await layer.group_send("session.1", {"type": "session.events", "n": 1})
+    await layer.group_send("session.1", {"type": "session.events", "n": 2})
+    sender = threading.Thread(
+        target=lambda: asyncio.run(
+            layer.group_send("session.1", {"type": "session.events", "n": 3})
+        )
+    )
+    sender.start()
+    sender.join()
+    # then: the newest arrives (the socket sees the gap before it and fills it from the
+    # database); only the oldest was dropped
+    assert (await layer.receive(channel))["n"] == 2
+    assert (await layer.receive(channel))["n"] == 3

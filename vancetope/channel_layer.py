@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import Callable
 from copy import deepcopy
 from typing import Any
 
@@ -32,6 +33,11 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
         self._groups_lock = threading.RLock()
 
     async def send(self, channel: str, message: dict[str, Any]) -> None:
+        await self._send(channel, message, self._put)
+
+    async def _send(
+        self, channel: str, message: dict[str, Any], put: Callable[[str, dict[str, Any]], None]
+    ) -> None:
         assert isinstance(message, dict), "message is not a dict"
         self.require_valid_channel_name(channel)
         try:
@@ -43,7 +49,7 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             if loop is not None and loop is not current and not loop.is_closed():
                 loop.call_soon_threadsafe(self._put_or_drop, channel, deepcopy(message))
                 return
-            self._put(channel, deepcopy(message))
+            put(channel, deepcopy(message))
 
     def _put(self, channel: str, message: dict[str, Any]) -> None:
         queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
@@ -53,12 +59,17 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             raise ChannelFull(channel) from exc
 
     def _put_or_drop(self, channel: str, message: dict[str, Any]) -> None:
-        """Delivery handed over from another thread: a full receiver drops the message, as
-        group_send does (a client that misses an event refills it from the database)."""
+        """Delivery that must not fail (handed over from another thread, or to a group): a
+        full receiver drops its OLDEST message to take the new one. The newest event always
+        arrives, so a socket sees the gap before it and refills it from the database; had the
+        newest been dropped, a session's last events would never reach the socket."""
         try:
             self._put(channel, message)
         except ChannelFull:
-            log.warning("channel %s is full; message dropped", channel)
+            queue = self.channels[channel]
+            queue.get_nowait()
+            queue.put_nowait((time.time() + self.expiry, message))
+            log.warning("channel %s is full; its oldest message was dropped", channel)
 
     async def group_add(self, group: str, channel: str) -> None:
         with self._groups_lock:
@@ -79,10 +90,7 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             self._clean_expired()
             members = list(self.groups.get(group, {}))
         for channel in members:
-            try:
-                await self.send(channel, message)
-            except ChannelFull:
-                continue
+            await self._send(channel, message, self._put_or_drop)
 
     async def receive(self, channel: str) -> dict[str, Any]:
         with self._loops_lock:
