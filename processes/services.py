@@ -271,6 +271,14 @@ def steer_process(
 ) -> Steered:
     """Append a pending message; wake the lane unless the process waits for resume. With
     `user`, a process the user may not see is not found (and nothing changes)."""
+    return steer_many(process_id, [text], kind, user=user)[0]
+
+
+def steer_many(
+    process_id: int, texts: list[str], kind: PendingKind = PendingKind.STEER, *, user: Any = None
+) -> list[Steered]:
+    """Append several pending messages in order, in one transaction: all or none (a burst
+    of steers from one socket costs one transaction, not one each)."""
     with transaction.atomic():
         try:
             process = _load(process_id, lock=True)
@@ -280,7 +288,9 @@ def steer_process(
             raise NotFound(f"process tp_{process_id} not found")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
-        message = _append_pending(process_id, process.next_pending_seq, kind, {"text": text})
+        messages = _append_pending(
+            process_id, process.next_pending_seq, kind, [{"text": text} for text in texts]
+        )
         count = fastsql.scalar(
             f"SELECT COUNT(*) FROM {fastsql.table(PendingMessage)} "
             "WHERE process_id = %s AND consumed = %s",
@@ -291,7 +301,9 @@ def steer_process(
         )
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)
-    return Steered(message, count)
+    # Each steer's reply says how many were pending once it was appended.
+    before = count - len(messages)
+    return [Steered(message, before + n) for n, message in enumerate(messages, start=1)]
 
 
 def send_chat(session: Session, text: str) -> Steered:
@@ -510,14 +522,19 @@ def _chat_process_of(session_id: int) -> int | None:
 
 
 def _append_pending(
-    process_id: int, seq: int, kind: PendingKind, payload: dict[str, Any]
-) -> PendingMessage:
-    """Append a pending message with `seq`, read under the process row's lock (call inside
-    the transaction that holds it)."""
-    fastsql.update(ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(1)})
-    message = PendingMessage(process_id=process_id, seq=seq, kind=kind, payload=payload)
-    fastsql.insert([message], returning_pk=True)
-    return message
+    process_id: int, seq: int, kind: PendingKind, payloads: list[dict[str, Any]]
+) -> list[PendingMessage]:
+    """Append pending messages numbered from `seq`, read under the process row's lock (call
+    inside the transaction that holds it)."""
+    fastsql.update(
+        ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(len(payloads))}
+    )
+    messages = [
+        PendingMessage(process_id=process_id, seq=seq + n, kind=kind, payload=payload)
+        for n, payload in enumerate(payloads)
+    ]
+    fastsql.insert(messages, returning_pk=True)
+    return messages
 
 
 def _locked_next_seq(process_id: int) -> tuple[str, int] | None:
@@ -536,7 +553,7 @@ def queue_own_turn(process_id: int, text: str) -> None:
     with transaction.atomic():
         locked = _locked_next_seq(process_id)
         assert locked is not None
-        _append_pending(process_id, locked[1], PendingKind.CONTROL, {"text": text})
+        _append_pending(process_id, locked[1], PendingKind.CONTROL, [{"text": text}])
 
 
 # Statuses (or close reasons) a parent hears about, as the event name its engine summarises.
@@ -569,7 +586,9 @@ def report_to_parent(process: ThinkProcess, status: str, reason: str) -> Pending
                 process.parent_id,
             )
             return None
-        message = _append_pending(process.parent_id, locked[1], PendingKind.PARENT_REPORT, payload)
+        [message] = _append_pending(
+            process.parent_id, locked[1], PendingKind.PARENT_REPORT, [payload]
+        )
         if locked[0] in WAKE_ON_MESSAGE:
             wake_lane(process.parent_id)
     return message

@@ -7,9 +7,12 @@ joined the group, or lost in transit) is filled from the database before the new
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from channels.consumer import get_handler_name
@@ -63,9 +66,22 @@ def fingerprint_of(model: p.Fingerprint | None) -> services.FingerprintData | No
     )
 
 
+@dataclass(frozen=True)
+class _Steer:
+    request_id: str | None
+    public_id: str
+    pk: int
+    message: str
+
+
 class BrainConsumer(AsyncWebsocketConsumer):
     session_id: int | None = None
     last_seq = 0
+    _steering: asyncio.Task[None] | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._steers: list[_Steer] = []
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """As channels' own, without its hop to a thread to close old database connections
@@ -84,6 +100,8 @@ class BrainConsumer(AsyncWebsocketConsumer):
             await self.close(code=UNAUTHENTICATED)
 
     async def disconnect(self, code: int) -> None:
+        # Steers the client sent are applied even if it left before their replies.
+        await self._steers_applied()
         if self.session_id is None:
             return
         await self.channel_layer.group_discard(group_name(self.session_id), self.channel_name)
@@ -109,6 +127,8 @@ class BrainConsumer(AsyncWebsocketConsumer):
                 raise BadRequest("frame must be a JSON object")
             request_id = payload.get("id") if isinstance(payload.get("id"), str) else None
             frame = self._parse(payload)
+            if frame.type != "process-steer":
+                await self._steers_applied()
             await getattr(self, "on_" + frame.type.replace("-", "_"))(frame)
         except BrainError as exc:
             await self.send_error(request_id, exc)
@@ -320,15 +340,46 @@ class BrainConsumer(AsyncWebsocketConsumer):
         await self.reply(frame.id, "process", {"process": detail})
 
     async def on_process_steer(self, frame: p.ProcessSteer) -> None:
+        """Queued: the socket reads on while a batch is applied (see _apply_steers)."""
         pk = parse_public_id("tp", frame.data.processId, "process")
-        steered = await call_service(
-            processes.steer_process, pk, frame.data.message, user=self.user
-        )
-        await self.reply(
-            frame.id,
-            "process-steered",
-            {"processId": frame.data.processId, "pending": steered.pending},
-        )
+        self._steers.append(_Steer(frame.id, frame.data.processId, pk, frame.data.message))
+        if self._steering is None or self._steering.done():
+            self._steering = asyncio.ensure_future(self._apply_steers())
+
+    async def _apply_steers(self) -> None:
+        """Apply the queued steers in order. Steers that arrive while one batch is applied go
+        together in the next, one transaction per run of steers to the same process; each
+        still gets its own reply (or error), in order."""
+        while self._steers:
+            batch, self._steers = self._steers, []
+            for pk, same_process in itertools.groupby(batch, key=lambda steer: steer.pk):
+                run = list(same_process)
+                try:
+                    steered = await call_service(
+                        processes.steer_many, pk, [steer.message for steer in run], user=self.user
+                    )
+                except BrainError as exc:
+                    for steer in run:
+                        await self.send_error(steer.request_id, exc)
+                    continue
+                except Exception:
+                    log.exception("steer failed")
+                    for steer in run:
+                        await self.send_error(
+                            steer.request_id, BrainError("internal error; see the Brain's log")
+                        )
+                    continue
+                for steer, result in zip(run, steered, strict=True):
+                    await self.reply(
+                        steer.request_id,
+                        "process-steered",
+                        {"processId": steer.public_id, "pending": result.pending},
+                    )
+
+    async def _steers_applied(self) -> None:
+        """Wait until the queued steers are applied: a frame after them sees their effect."""
+        if self._steering is not None:
+            await asyncio.shield(self._steering)
 
     async def on_process_list(self, frame: p.ProcessList) -> None:
         def listing() -> list[dict[str, Any]]:

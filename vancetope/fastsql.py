@@ -122,7 +122,7 @@ def values(
 
 def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     """INSERT the instances in one statement (every concrete field but an auto primary key).
-    With `returning_pk` (one instance) its new primary key is set on it."""
+    With `returning_pk` their new primary keys are set on them."""
     if not objs:
         return
     model = type(objs[0])
@@ -150,8 +150,10 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         if returning_pk:
-            assert len(objs) == 1
-            objs[0].pk = cursor.fetchone()[0]
+            # Rows come back in the order of VALUES, on SQLite and PostgreSQL alike (Django's
+            # bulk_create relies on the same).
+            for obj, row in zip(objs, cursor.fetchall(), strict=True):
+                obj.pk = row[0]
     for obj in objs:
         obj._state.adding = False
         obj._state.db = connection.alias

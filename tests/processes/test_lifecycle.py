@@ -129,7 +129,8 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
     events = list(SessionEvent.objects.filter(session=session).order_by("seq"))
     names = [event.event for event in events]
     assert names.index("chat-delta") < len(names) - 2
-    assert events[-2].event == "chat-message" and events[-2].data["text"] == reply
+    assert events[-2].event == "chat-message"
+    assert events[-2].data["text"] == reply
 
 
 def test_event_seq_grows_by_one_without_gaps(alice):

@@ -396,3 +396,42 @@ async def test_session_close_stops_all_processes(alice):
         row = await process_row(public_id)
         assert (row.status, row.close_reason) == ("CLOSED", "STOPPED")
     await client.ws.disconnect()
+
+
+async def test_a_burst_of_steers_is_answered_in_order_and_a_bad_one_changes_nothing(alice, bob):
+    bobs = await connect(bearer(bob))
+    bob_chat = (await open_session(bobs, bob))["chatProcessId"]
+    client = await connect(bearer(alice))
+    chat_id = (await open_session(client, alice))["chatProcessId"]
+    paused = await client.request("process-pause", {"processId": chat_id})
+    assert paused["data"]["process"]["status"] == "PAUSED"
+    # when: 40 steers sent back to back without waiting, one of them to a foreign process
+    for n in range(40):
+        target = bob_chat if n == 17 else chat_id
+        frame = {
+            "type": "process-steer",
+            "id": f"s{n}",
+            "data": {"processId": target, "message": f"m{n}"},
+        }
+        await client.ws.send_to(text_data=json.dumps(frame))
+    replies = [await client.next_reply() for _ in range(40)]
+    # then: one reply per steer, in the order sent; the foreign one alone is refused
+    assert [reply["replyTo"] for reply in replies] == [f"s{n}" for n in range(40)]
+    assert replies[17]["type"] == "error"
+    assert replies[17]["data"]["code"] == 404
+    accepted = [reply for n, reply in enumerate(replies) if n != 17]
+    assert [reply["data"]["pending"] for reply in accepted] == list(range(1, 40))
+    assert {reply["data"]["processId"] for reply in accepted} == {chat_id}
+
+    @database_sync_to_async
+    def pending_texts(public_id: str) -> list[str]:
+        rows = PendingMessage.objects.filter(process=process_row.__wrapped__(public_id))
+        return [row.payload["text"] for row in rows.order_by("seq")]
+
+    assert await pending_texts(chat_id) == [f"m{n}" for n in range(40) if n != 17]
+    assert await pending_texts(bob_chat) == []
+    # and a frame after the burst sees all of it applied
+    detail = await client.request("process-get", {"processId": chat_id})
+    assert detail["data"]["process"]["pending"] == 39
+    await client.ws.disconnect()
+    await bobs.ws.disconnect()
