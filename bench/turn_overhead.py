@@ -12,14 +12,16 @@ Two paths are timed, one turn at a time, wall clock around the real operation:
 Each (runtime, path) pair runs in its own child process, because Django reads its settings
 once per process and so that each peak RSS belongs to one path only:
 
-  embedded     SQLite in a temporary VANCETOPE_VAR_DIR, in-memory channel layer, in-process worker
-  distributed  PostgreSQL (a throwaway database on the server of DATABASE_URL, dropped at the
-               end) + Redis channel layer (a unique channel prefix, its keys deleted at the end);
-               lanes still run on the in-process worker (VANCETOPE_WORKER=inprocess)
+  embedded        SQLite in a temporary VANCETOPE_VAR_DIR, in-memory channel layer,
+                  in-process worker
+  postgres+redis  PostgreSQL (a throwaway database on the server of DATABASE_URL, dropped at
+                  the end) + Redis channel layer and broker (a unique prefix and task queue,
+                  their keys deleted at the end); lanes run on a separate `celery worker` OS
+                  process (threads pool), as in the distributed runtime
 
-The distributed runtime runs only when DATABASE_URL and REDIS_URL are both set.
+The postgres+redis runtime runs only when DATABASE_URL and REDIS_URL are both set.
 
-    .venv/bin/python bench/turn_overhead.py [--turns 200] [--warmup 20]
+    .venv/bin/python bench/turn_overhead.py [--turns 500] [--warmup 20]
 
 See bench/README.md.
 """
@@ -30,11 +32,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import os
 import platform
-import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,10 +43,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from common import Deployment, available_runtimes, peak_rss_mb, percentile, proc_memory_mb
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNTIMES = ("embedded", "distributed")
+RUNTIMES = ("embedded", "postgres+redis")
 PATHS = ("service", "websocket")
 # Bounds the frames read while waiting for one turn's reply (about 10 events per turn).
 MAX_FRAMES_PER_TURN = 10_000
@@ -60,19 +60,6 @@ def turn_text(index: int) -> str:
 def expected_reply(index: int) -> str:
     # The scripted provider without a script echoes the last user message.
     return f"echo: {turn_text(index)}"
-
-
-def peak_rss_mb() -> float:
-    # ru_maxrss is in KiB on Linux, in bytes on macOS.
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
 
 
 # === child: one runtime, one path =================================================================
@@ -295,8 +282,6 @@ def child_main(args: argparse.Namespace) -> None:
 
     from processes.worker import shutdown_worker
 
-    if settings.VANCETOPE_WORKER != "inprocess":
-        raise SystemExit("the bench drives lanes with VANCETOPE_WORKER=inprocess")
     call_command("migrate", interactive=False, verbosity=0)
     user, project, token = _make_tenancy()
     setup_seconds = time.perf_counter() - setup_start
@@ -346,111 +331,67 @@ def child_main(args: argparse.Namespace) -> None:
 # === parent: one child per (runtime, path), then the table =======================================
 
 
-def _with_database(url: str, name: str) -> str:
-    return urlsplit(url)._replace(path="/" + name).geturl()
-
-
-class Runtime:
-    """Environment and throwaway resources of one child run."""
-
-    def __init__(self, runtime: str, path: str) -> None:
-        self.runtime = runtime
-        self.path = path
-        self.var_dir = tempfile.mkdtemp(prefix=f"vt_bench_{runtime}_{path}_")
-        self.tag = f"vt_bench_{os.getpid()}_{path}"
-        self.database_created = False
-        self.env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in {"DATABASE_URL", "REDIS_URL", "VANCETOPE_LLM_SCRIPT"}
-        }
-        self.env.update(
-            {
-                "DJANGO_SETTINGS_MODULE": "vancetope.settings",
-                "VANCETOPE_VAR_DIR": self.var_dir,
-                "VANCETOPE_WORKER": "inprocess",
-                "VANCETOPE_LLM": "scripted",
-                "DEBUG": "0",
-                "LOG_LEVEL": "WARNING",
-                "PYTHONPATH": str(ROOT),
-            }
-        )
-
-    def __enter__(self) -> Runtime:
-        if self.runtime == "distributed":
-            import psycopg
-
-            with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as admin:
-                admin.execute(f'CREATE DATABASE "{self.tag}"')
-            self.database_created = True
-            self.env["DATABASE_URL"] = _with_database(os.environ["DATABASE_URL"], self.tag)
-            self.env["REDIS_URL"] = os.environ["REDIS_URL"]
-            self.env["VANCETOPE_CHANNEL_PREFIX"] = self.tag
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        shutil.rmtree(self.var_dir, ignore_errors=True)
-        if self.database_created:
-            import psycopg
-
-            with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{self.tag}" WITH (FORCE)')
-        if self.runtime == "distributed":
-            import redis
-
-            client = redis.Redis.from_url(os.environ["REDIS_URL"])
-            try:
-                keys = list(client.scan_iter(match=f"{self.tag}*", count=1000))
-                if keys:
-                    client.delete(*keys)
-            finally:
-                client.close()
-
-
 def run_child(runtime: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
-    with Runtime(runtime, path) as env, tempfile.TemporaryDirectory() as scratch:
-        result_file = Path(scratch) / "result.json"
-        command = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--child",
-            "--runtime",
-            runtime,
-            "--path",
-            path,
-            "--turns",
-            str(args.turns),
-            "--warmup",
-            str(args.warmup),
-            "--turn-timeout",
-            str(args.turn_timeout),
-            "--poll-ms",
-            str(args.poll_ms),
-            "--result-file",
-            str(result_file),
-        ]
-        if args.profile:
-            command += ["--profile", f"{args.profile}.{runtime}.{path}.pstats"]
-        print(f"  running {runtime}/{path} …", file=sys.stderr, flush=True)
+    worker = "celery" if runtime == "postgres+redis" else "inprocess"
+    deployment = Deployment(runtime, f"turns_{path}", worker=worker)
+    with deployment, tempfile.TemporaryDirectory() as scratch:
+        celery = deployment.celery_worker() if worker == "celery" else None
         try:
-            done = subprocess.run(
-                command,
-                env=env.env,
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=args.child_timeout,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            return {"runtime": runtime, "path": path, "error": f">{args.child_timeout}s"}
-        if done.returncode != 0 or not result_file.exists():
-            tail = (done.stderr or done.stdout or "(no output)").strip().splitlines()[-12:]
-            print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
-            reason = tail[-1].strip()[:100] if tail else ""
-            return {"runtime": runtime, "path": path, "error": f"exit {done.returncode}: {reason}"}
-        result: dict[str, Any] = json.loads(result_file.read_text())
+            result = _run_child(runtime, path, args, deployment, Path(scratch))
+        finally:
+            if celery is not None:
+                worker_memory = proc_memory_mb(celery.process.pid)
+                celery.stop()
+                if "error" not in result:
+                    result["worker_rss_peak_mb"] = worker_memory.get("peak", 0.0)
         return result
+
+
+def _run_child(
+    runtime: str, path: str, args: argparse.Namespace, deployment: Deployment, scratch: Path
+) -> dict[str, Any]:
+    result_file = scratch / "result.json"
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--child",
+        "--runtime",
+        runtime,
+        "--path",
+        path,
+        "--turns",
+        str(args.turns),
+        "--warmup",
+        str(args.warmup),
+        "--turn-timeout",
+        str(args.turn_timeout),
+        "--poll-ms",
+        str(args.poll_ms),
+        "--result-file",
+        str(result_file),
+    ]
+    if args.profile:
+        command += ["--profile", f"{args.profile}.{runtime}.{path}.pstats"]
+    print(f"  running {runtime}/{path} …", file=sys.stderr, flush=True)
+    try:
+        done = subprocess.run(
+            command,
+            env={**deployment.env, "PYTHONPATH": str(ROOT)},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=args.child_timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"runtime": runtime, "path": path, "error": f">{args.child_timeout}s"}
+    if done.returncode != 0 or not result_file.exists():
+        tail = (done.stderr or done.stdout or "(no output)").strip().splitlines()[-12:]
+        print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
+        reason = tail[-1].strip()[:100] if tail else ""
+        return {"runtime": runtime, "path": path, "error": f"exit {done.returncode}: {reason}"}
+    result: dict[str, Any] = json.loads(result_file.read_text())
+    return result
 
 
 def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -465,7 +406,7 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
     )
     print()
     header = (
-        f"{'runtime':<12} {'path':<10} {'turns':>5} {'turns/s':>8} {'p50 ms':>8} "
+        f"{'runtime':<14} {'path':<10} {'turns':>5} {'turns/s':>8} {'p50 ms':>8} "
         f"{'p99 ms':>8} {'mean ms':>8} {'max ms':>8} {'early ms':>9} {'late ms':>8} "
         f"{'RSS setup':>10} {'peak RSS':>9} {'setup s':>8}"
     )
@@ -473,10 +414,10 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
     print("-" * len(header))
     for row in results:
         if "error" in row:
-            print(f"{row['runtime']:<12} {row['path']:<10} FAILED ({row['error']})")
+            print(f"{row['runtime']:<14} {row['path']:<10} FAILED ({row['error']})")
             continue
         print(
-            f"{row['runtime']:<12} {row['path']:<10} {row['turns']:>5} "
+            f"{row['runtime']:<14} {row['path']:<10} {row['turns']:>5} "
             f"{row['turns'] / row['total_seconds']:>8.1f} {row['p50_ms']:>8.2f} "
             f"{row['p99_ms']:>8.2f} {row['mean_ms']:>8.2f} {row['max_ms']:>8.2f} "
             f"{row['early_ms']:>9.2f} {row['late_ms']:>8.2f} "
@@ -493,11 +434,12 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
             f"{row['runtime']}: database {row['database']}, channel layer "
             f"{row['channel_layer']}, worker {row['worker']}, LLM {row['llm']}"
         )
-    if "distributed" in seen:
-        print(
-            "note: distributed = PostgreSQL + Redis channel layer, but lanes still run on the "
-            "in-process worker (VANCETOPE_WORKER=inprocess), not on Celery workers"
-        )
+    for row in results:
+        if "worker_rss_peak_mb" in row:
+            print(
+                f"{row['runtime']}/{row['path']}: lanes ran on a separate `celery worker` "
+                f"(threads pool), peak RSS {row['worker_rss_peak_mb']:.1f} MB"
+            )
     print(
         "turns/s = timed turns / sum of their wall-clock times; early/late ms = mean of the "
         "first/last tenth of the timed turns;\nRSS setup = ru_maxrss after django.setup + "
@@ -507,25 +449,21 @@ def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    distributed_ready = bool(os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL"))
-    if args.runtime:
-        runtimes = [args.runtime]
-    else:
-        runtimes = ["embedded", "distributed"] if distributed_ready else ["embedded"]
-    if "distributed" in runtimes and not distributed_ready:
-        print("--runtime distributed needs DATABASE_URL and REDIS_URL", file=sys.stderr)
+    runtimes, skipped = available_runtimes(*([args.runtime] if args.runtime else RUNTIMES))
+    if args.runtime and skipped:
+        print(skipped[0], file=sys.stderr)
         return 2
     paths = [args.path] if args.path else list(PATHS)
     results = [run_child(runtime, path, args) for runtime in runtimes for path in paths]
     print_table(results, args)
-    if not distributed_ready and not args.runtime:
-        print("(distributed runtime skipped: set DATABASE_URL and REDIS_URL to include it)")
+    for note in skipped:
+        print(f"({note})")
     return 1 if any("error" in row for row in results) else 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--turns", type=int, default=200, help="timed turns per row")
+    parser.add_argument("--turns", type=int, default=500, help="timed turns per row")
     parser.add_argument("--warmup", type=int, default=20, help="untimed turns before them")
     parser.add_argument("--runtime", choices=RUNTIMES, help="only this runtime")
     parser.add_argument("--path", choices=PATHS, help="only this path")

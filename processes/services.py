@@ -8,6 +8,7 @@ new status in one fenced transaction.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterator
@@ -889,11 +890,26 @@ class RecoveryReport:
 def recover_processes() -> RecoveryReport:
     """At start: close stale processes, then recover every lane (see recover_lanes)."""
     expired = 0
-    for process in ThinkProcess.objects.exclude(status=Status.CLOSED).select_related("session"):
-        if expire_if_stale(process):
-            expired += 1
+    engines = ThinkProcess.objects.exclude(status=Status.CLOSED).values_list(
+        "think_engine", "engine_version"
+    )
+    # Ten thousand processes use a handful of engine versions: check each version once and
+    # load only the processes of the incompatible ones.
+    for engine, version in engines.distinct().order_by():
+        if is_compatible(engine, version):
+            continue
+        stale = ThinkProcess.objects.exclude(status=Status.CLOSED).filter(
+            think_engine=engine, engine_version=version
+        )
+        for process in stale.select_related("session"):
+            if expire_if_stale(process):
+                expired += 1
     lanes_report = recover_lanes(min_pending_age=timedelta(0))
     return RecoveryReport(lanes_report.recovered, expired, lanes_report.woken)
+
+
+# Processes brought back per statement by recover_lanes.
+RECOVER_CHUNK = 500
 
 
 def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
@@ -901,31 +917,23 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     process on this host that no longer runs) to IDLE, and wake every wakeable process whose
     oldest pending message has waited longer than `min_pending_age` with nobody on its lane."""
     now = timezone.now()
-    recovered = 0
-    running = ThinkProcess.objects.filter(status=Status.RUNNING).only(
-        "session_id", "lease_owner", "lease_expires_at", "lease_fence", "context_drift"
+    running = ThinkProcess.objects.filter(status=Status.RUNNING).values_list(
+        "pk", "lease_owner", "lease_expires_at", "lease_fence"
     )
-    for process in running:
-        owner = process.lease_owner
-        dead = not owner or lanes.owner_is_dead(owner)
-        expired = process.lease_expires_at is None or process.lease_expires_at < now
-        if not (dead or expired):
-            continue
-        with transaction.atomic():
-            taken = ThinkProcess.objects.filter(
-                pk=process.pk, status=Status.RUNNING, lease_fence=process.lease_fence
-            ).update(status=Status.IDLE, lease_owner="", lease_expires_at=None, updated_at=now)
-            if taken != 1:
-                continue  # its worker came back, or another sweeper got there first
-            ProcessTransition.objects.create(
-                process_id=process.pk,
-                call="recover",
-                from_status=Status.RUNNING,
-                to_status=Status.IDLE,
-                detail=f"lease of {owner or '?'} ended",
-            )
-            emit_event(process.session_id, "process-status", _status_data(process, Status.IDLE, ""))
-        recovered += 1
+    # Owners are host:pid:thread:random; whether one is dead depends on its host and pid.
+    dead_workers: dict[str, bool] = {}
+    candidates = []
+    owners: dict[int, str] = {}
+    for pk, owner, expires_at, fence in running:
+        worker = ":".join(owner.split(":", 2)[:2])
+        if worker not in dead_workers:
+            dead_workers[worker] = not owner or lanes.owner_is_dead(owner)
+        if dead_workers[worker] or expires_at is None or expires_at < now:
+            candidates.append((pk, fence))
+            owners[pk] = owner
+    recovered = 0
+    for start in range(0, len(candidates), RECOVER_CHUNK):
+        recovered += _recover_chunk(candidates[start : start + RECOVER_CHUNK], owners, now)
     waiting = (
         PendingMessage.objects.filter(
             consumed=False,
@@ -944,3 +952,42 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
         wake_lane(process_id)
         woken += 1
     return RecoveryReport(recovered=recovered, expired=0, woken=woken)
+
+
+def _recover_chunk(candidates: list[tuple[int, int]], owners: dict[int, str], now: Any) -> int:
+    """RUNNING → IDLE for these (process, fence) pairs, in one transaction. A process whose
+    fence moved was taken by a worker meanwhile (or by another sweeper) and is left alone."""
+    pairs = " OR ".join(["(id = %s AND lease_fence = %s)"] * len(candidates))
+    with transaction.atomic():
+        taken = fastsql.update_returning(
+            ThinkProcess,
+            f"status = %s AND ({pairs})",
+            [Status.RUNNING, *itertools.chain.from_iterable(candidates)],
+            {
+                "status": Status.IDLE,
+                "lease_owner": "",
+                "lease_expires_at": None,
+                "updated_at": now,
+            },
+        )
+        fastsql.insert(
+            [
+                ProcessTransition(
+                    process_id=process.pk,
+                    call="recover",
+                    from_status=Status.RUNNING,
+                    to_status=Status.IDLE,
+                    detail=f"lease of {owners[process.pk] or '?'} ended",
+                    at=now,
+                )
+                for process in taken
+            ]
+        )
+        by_session: dict[int, list[tuple[str, dict[str, Any]]]] = {}
+        for process in taken:
+            by_session.setdefault(process.session_id, []).append(
+                ("process-status", _status_data(process, Status.IDLE, ""))
+            )
+        for session_id, events in by_session.items():
+            emit_events(session_id, events)
+    return len(taken)

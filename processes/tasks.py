@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_shutting_down
+from celery.signals import task_postrun, worker_shutting_down
+from django.db import close_old_connections
 
 from processes import services
 from processes.worker import request_stop
@@ -29,3 +30,11 @@ def stop_turns_at_next_boundary(**kwargs: Any) -> None:
     """SIGTERM to a Celery worker: stop running turns at their next boundary, so the warm
     shutdown finishes quickly and leases are released."""
     request_stop()
+
+
+@task_postrun.connect
+def drop_old_connections(**kwargs: Any) -> None:
+    """After each task, as Django after each request: close this thread's connection only if
+    it is broken or older than CONN_MAX_AGE (Celery's own closing is turned off by
+    CELERY_DB_REUSE_MAX, so a turn does not begin with a new database connection)."""
+    close_old_connections()

@@ -156,6 +156,10 @@ VANCETOPE_INPROCESS_WORKER_THREADS = env_int("VANCETOPE_INPROCESS_WORKER_THREADS
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Celery closes every database connection before and after each task unless this is set; a
+# turn would then start with a new PostgreSQL connection. Connections are kept instead (and
+# dropped by Django's CONN_MAX_AGE and health checks, see processes.tasks).
+CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100_000)
 # A lane task is idempotent (it only drains what is pending, under a fenced lease), so it is
 # acknowledged late: a worker killed mid-turn leaves the task on the broker for another worker.
 CELERY_TASK_ACKS_LATE = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from daphne.endpoints import build_endpoint_description_strings
@@ -37,9 +38,11 @@ class Command(BaseCommand):
         sync_bundled_recipes()
         embedded = settings.VANCETOPE_WORKER == "inprocess"
         beat = self._start_scheduler() if embedded else None
-        report = recover_processes()
         host, port = options["host"], options["port"]
-        self._banner(host, port, embedded, report)
+        self._banner(host, port, embedded)
+        # Recovery runs beside the server: /healthz answers at once, and a Brain restarted on
+        # many processes serves its clients while it brings them back.
+        threading.Thread(target=self._recover, name="recovery", daemon=True).start()
 
         from vancetope.asgi import application
 
@@ -71,7 +74,23 @@ class Command(BaseCommand):
         beat.start()
         return beat
 
-    def _banner(self, host: str, port: int, embedded: bool, report: Any) -> None:
+    def _recover(self) -> None:
+        started = time.monotonic()
+        try:
+            report = recover_processes()
+        except Exception:
+            log.exception("recovery at start failed; the lane sweeper will retry")
+            return
+        finally:
+            connection.close()
+        self.stdout.write(
+            f"  recovered {report.recovered} running, closed {report.expired} stale, "
+            f"woke {report.woken} with pending messages "
+            f"({time.monotonic() - started:.2f} s)"
+        )
+        self.stdout.flush()
+
+    def _banner(self, host: str, port: int, embedded: bool) -> None:
         runtime = "embedded (in-process worker and scheduler)" if embedded else "distributed"
         layer = str(settings.CHANNEL_LAYERS["default"]["BACKEND"]).rsplit(".", 1)[-1]
         lines = [
@@ -80,8 +99,6 @@ class Command(BaseCommand):
             f"  database: {connection.vendor} ({connection.settings_dict['NAME']})",
             f"  channel layer: {layer}",
             f"  {describe_provider()}",
-            f"  recovered {report.recovered} running, closed {report.expired} stale, "
-            f"woke {report.woken} with pending messages",
             "  admin: /admin/  API docs: /api/docs/  health: /healthz",
         ]
         self.stdout.write("\n".join(lines))
