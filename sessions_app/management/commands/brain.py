@@ -54,7 +54,10 @@ class Command(BaseCommand):
             http_timeout=None,
             websocket_timeout=24 * 3600,
             websocket_handshake_timeout=10,
-            application_close_timeout=10,
+            # A closing socket applies its session's disconnect policy (suspend: every process
+            # of the session). When a thousand sockets close at once those queue for the
+            # worker threads; daphne must not kill them half-way.
+            application_close_timeout=120,
         )
         try:
             server.run()
