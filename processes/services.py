@@ -174,17 +174,18 @@ def reset_process(process_id: int) -> ThinkProcess:
     return _lifecycle(process_id, Call.RESET)
 
 
-def _load(process_id: int, *, lock: bool = False) -> ThinkProcess:
+def _load(
+    process_id: int, *, lock: bool = False, session: Session | None = None
+) -> ThinkProcess:
     """The process with its session (`lock`: the process row locked until the transaction
-    ends)."""
+    ends; `session`: the caller's copy of the session, if it is the process's)."""
     found = fastsql.select(ThinkProcess, "id = %s", [process_id], lock=lock)
     if not found:
         raise NotFound(f"process tp_{process_id} not found")
-    return _with_session(found[0])
-
-
-def _with_session(process: ThinkProcess) -> ThinkProcess:
-    process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
+    process = found[0]
+    if session is None or session.pk != process.session_id:
+        session = fastsql.select(Session, "id = %s", [process.session_id])[0]
+    process.session = session
     return process
 
 
@@ -276,13 +277,19 @@ def steer_process(
 
 
 def steer_many(
-    process_id: int, texts: list[str], kind: PendingKind = PendingKind.STEER, *, user: Any = None
+    process_id: int,
+    texts: list[str],
+    kind: PendingKind = PendingKind.STEER,
+    *,
+    user: Any = None,
+    session: Session | None = None,
 ) -> list[Steered]:
     """Append several pending messages in order, in one transaction: all or none (a burst
-    of steers from one socket costs one transaction, not one each)."""
+    of steers from one socket costs one transaction, not one each). `session`: the caller's
+    fresh copy of the process's session, which then is not read again."""
     with transaction.atomic():
         try:
-            process = _load(process_id, lock=True)
+            process = _load(process_id, lock=True, session=session)
         except NotFound:
             process = None
         if process is None or (user is not None and not is_visible(process, user)):
@@ -313,7 +320,8 @@ def send_chat(session: Session, text: str) -> Steered:
         raise Conflict(f"session {session.public_id} is {session.status}")
     if session.chat_process_id is None:
         raise Conflict(f"session {session.public_id} has no chat process")
-    return steer_process(session.chat_process_id, text, kind=PendingKind.USER)
+    [steered] = steer_many(session.chat_process_id, [text], PendingKind.USER, session=session)
+    return steered
 
 
 # --- the lane ------------------------------------------------------------------------------------
