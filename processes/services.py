@@ -174,9 +174,7 @@ def reset_process(process_id: int) -> ThinkProcess:
     return _lifecycle(process_id, Call.RESET)
 
 
-def _load(
-    process_id: int, *, lock: bool = False, session: Session | None = None
-) -> ThinkProcess:
+def _load(process_id: int, *, lock: bool = False, session: Session | None = None) -> ThinkProcess:
     """The process with its session (`lock`: the process row locked until the transaction
     ends; `session`: the caller's copy of the session, if it is the process's)."""
     found = fastsql.select(ThinkProcess, "id = %s", [process_id], lock=lock)
