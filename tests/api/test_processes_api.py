@@ -10,20 +10,10 @@ from processes import services
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, wait_until
+from tests.conftest import open_session, wait_until
 from vancetope.tenancy.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def open_session(tenancy: Tenancy):
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-    )
 
 
 def listed_ids(response) -> list[str]:

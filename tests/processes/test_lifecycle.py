@@ -15,20 +15,11 @@ from processes import lanes, services
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
-from sessions_app.services import FingerprintData, close_session, create_session
-from tests.conftest import Tenancy, wait_until
+from sessions_app.services import close_session
+from tests.conftest import open_session, wait_until
 from vancetope.errors import Conflict, NotFound
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def open_session(tenancy: Tenancy):
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-    )
 
 
 def conversation(process_id: int) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ import pytest
 from engines.registry import get_engine
 from processes import services
 from processes.states import CloseReason, Status
-from sessions_app.services import FingerprintData, create_session
+from tests.conftest import open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.checker import Classification
 from vancetope.tools.dispatch import ToolBox
@@ -32,15 +32,6 @@ def server_command(name: str) -> str:
     if command is None:
         pytest.skip(f"{name} is not installed (pip install -e '.[dev]')")
     return command
-
-
-def open_session(tenancy):
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-    )
 
 
 def test_frankie_calls_get_current_time_on_mcp_server_time_and_reports_it(alice, llm):

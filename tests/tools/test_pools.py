@@ -7,7 +7,7 @@ import pytest
 from processes import services
 from processes.models import ConversationMessage
 from processes.states import CloseReason, Status
-from sessions_app.services import FingerprintData, create_session
+from tests.conftest import open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.catalogue import effective_pool
 from vancetope.tools.checker import Classification, classify
@@ -28,15 +28,6 @@ UPPER_SCHEMA = {
 def manifest(name: str, location: Location = Location.SERVER, roles: tuple[str, ...] = ()):
     return ToolManifest(
         name, "", {"type": "object"}, location, requires_engine_roles=frozenset(roles)
-    )
-
-
-def open_session(tenancy):
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
     )
 
 
