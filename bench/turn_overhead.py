@@ -44,7 +44,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from common import Deployment, available_runtimes, peak_rss_mb, percentile, proc_memory_mb
+from common import (
+    Deployment,
+    available_runtimes,
+    is_reply_event,
+    peak_rss_mb,
+    percentile,
+    proc_memory_mb,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("embedded", "postgres+redis")
@@ -210,13 +217,7 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
         process_id = created["data"]["chatProcessId"]
 
         def is_reply(frame: dict[str, Any]) -> bool:
-            data = frame.get("data") or {}
-            return (
-                frame.get("type") == "event"
-                and frame.get("event") == "chat-message"
-                and data.get("processId") == process_id
-                and data.get("role") == "assistant"
-            )
+            return is_reply_event(frame, process_id)
 
         for turn in range(args.warmup + args.turns):
             start = time.perf_counter()
