@@ -362,13 +362,19 @@ def _has_work(process_id: int) -> bool:
     return PendingMessage.objects.filter(process_id=process_id, consumed=False).exists()
 
 
-def _next_pending(process_id: int) -> PendingMessage | None:
-    found = fastsql.select(
-        PendingMessage,
-        "process_id = %s AND consumed = %s",
-        [process_id, False],
-        tail="ORDER BY seq LIMIT 1",
-    )
+def _next_pending(process_id: int, *, unless_interrupted: bool = False) -> PendingMessage | None:
+    """The process's next pending message; with `unless_interrupted`, none while a fresh
+    interrupt waits (checked in the same statement)."""
+    where = "process_id = %s AND consumed = %s"
+    params: list[Any] = [process_id, False]
+    if unless_interrupted:
+        where += (
+            f" AND NOT EXISTS (SELECT 1 FROM {fastsql.table(ThinkProcess)} "
+            "WHERE id = %s AND interrupt <> '' AND interrupt_at > %s)"
+        )
+        fresh_after = timezone.now() - INTERRUPT_TTL
+        params += [process_id, connection.ops.adapt_datetimefield_value(fresh_after)]
+    found = fastsql.select(PendingMessage, where, params, tail="ORDER BY seq LIMIT 1")
     return found[0] if found else None
 
 
@@ -685,7 +691,9 @@ def _commit_turn(
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
-        upcoming = None if ctx.outcome is not None else _next_unless_interrupted(process.pk)
+        upcoming = (
+            None if ctx.outcome is not None else _next_pending(process.pk, unless_interrupted=True)
+        )
         if upcoming is None:
             process.last_error = ""
             outcome = ctx.outcome or Status.IDLE
@@ -699,20 +707,6 @@ def _commit_turn(
     process.last_error = ""
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
-
-
-def _next_unless_interrupted(process_id: int) -> PendingMessage | None:
-    """The next pending message, unless a fresh interrupt waits (one statement)."""
-    fresh_after = connection.ops.adapt_datetimefield_value(timezone.now() - INTERRUPT_TTL)
-    found = fastsql.select(
-        PendingMessage,
-        "process_id = %s AND consumed = %s AND NOT EXISTS ("
-        f"SELECT 1 FROM {fastsql.table(ThinkProcess)} "
-        "WHERE id = %s AND interrupt <> '' AND interrupt_at > %s)",
-        [process_id, False, process_id, fresh_after],
-        tail="ORDER BY seq LIMIT 1",
-    )
-    return found[0] if found else None
 
 
 def _commit(
