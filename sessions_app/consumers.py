@@ -71,6 +71,15 @@ def _in_worker_thread(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[
         close_old_connections()
 
 
+def as_brain_error(exc: Exception, what: str) -> BrainError:
+    """The error a client is told: a BrainError as it is; anything else is logged here and
+    reported as an internal error."""
+    if isinstance(exc, BrainError):
+        return exc
+    log.error(what, exc_info=exc)
+    return BrainError("internal error; see the Brain's log")
+
+
 def fingerprint_of(model: p.Fingerprint | None) -> services.FingerprintData | None:
     if model is None:
         return None
@@ -146,11 +155,8 @@ class BrainConsumer(AsyncWebsocketConsumer):
             if frame.type != "process-steer":
                 await self._steers_applied()
             await getattr(self, "on_" + frame.type.replace("-", "_"))(frame)
-        except BrainError as exc:
-            await self.send_error(request_id, exc)
-        except Exception:
-            log.exception("frame failed")
-            await self.send_error(request_id, BrainError("internal error; see the Brain's log"))
+        except Exception as exc:
+            await self.send_error(request_id, as_brain_error(exc, "frame failed"))
 
     def _parse(self, payload: dict[str, Any]) -> Any:
         kind = payload.get("type")
@@ -374,16 +380,10 @@ class BrainConsumer(AsyncWebsocketConsumer):
                     steered = await call_service(
                         processes.steer_many, pk, [steer.message for steer in run], user=self.user
                     )
-                except BrainError as exc:
+                except Exception as exc:
+                    error = as_brain_error(exc, "steer failed")
                     for steer in run:
-                        await self.send_error(steer.request_id, exc)
-                    continue
-                except Exception:
-                    log.exception("steer failed")
-                    for steer in run:
-                        await self.send_error(
-                            steer.request_id, BrainError("internal error; see the Brain's log")
-                        )
+                        await self.send_error(steer.request_id, error)
                     continue
                 for steer, result in zip(run, steered, strict=True):
                     await self.reply(
