@@ -435,3 +435,31 @@ async def test_a_burst_of_steers_is_answered_in_order_and_a_bad_one_changes_noth
     assert detail["data"]["process"]["pending"] == 39
     await client.ws.disconnect()
     await bobs.ws.disconnect()
+
+
+async def test_an_unexpected_failure_is_an_internal_error_and_the_socket_stays_open(
+    alice, monkeypatch
+):
+    client = await connect(bearer(alice))
+    chat_id = (await open_session(client, alice))["chatProcessId"]
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr("processes.services.steer_many", broken)
+    monkeypatch.setattr("processes.services.get_visible_process", broken)
+    # a failing steer (applied in a batch) and a failing request both get a 500 that hides
+    # the cause from the client
+    for kind, data in [
+        ("process-steer", {"processId": chat_id, "message": "hello"}),
+        ("process-get", {"processId": chat_id}),
+    ]:
+        reply = await client.request(kind, data)
+        assert reply["type"] == "error", (kind, reply)
+        assert reply["data"]["code"] == 500
+        assert reply["data"]["message"] == "internal error; see the Brain's log"
+    monkeypatch.undo()
+    # and the socket still answers
+    listed = await client.request("process-list")
+    assert [process["id"] for process in listed["data"]["processes"]] == [chat_id]
+    await client.ws.disconnect()
