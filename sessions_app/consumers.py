@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from autobahn.exception import Disconnected
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -173,6 +174,18 @@ class BrainConsumer(AsyncWebsocketConsumer):
             raise error from exc
 
     # --- frames out ------------------------------------------------------------------------------
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
+        """Every frame out goes through here. A socket the client closed while a handler was
+        still answering (a reply, events it catches up) drops the frame: the events stay
+        stored for a resume, and the disconnect policy still runs once the handler returns.
+        Raising instead would end the application and skip that policy."""
+        try:
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
+        except Disconnected:
+            log.info("socket closed before a frame for sess_%s went out", self.session_id)
 
     async def send_model(self, model: BaseModel) -> None:
         await self.send(text_data=model.model_dump_json(exclude_none=False))

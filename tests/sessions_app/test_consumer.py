@@ -463,3 +463,23 @@ async def test_an_unexpected_failure_is_an_internal_error_and_the_socket_stays_o
     listed = await client.request("process-list")
     assert [process["id"] for process in listed["data"]["processes"]] == [chat_id]
     await client.ws.disconnect()
+
+
+async def test_a_frame_for_a_socket_that_just_closed_is_dropped_not_raised():
+    # given: a consumer whose client closed the socket while a handler was still answering
+    # (daphne then refuses the send with autobahn's Disconnected)
+    from autobahn.exception import Disconnected
+
+    from sessions_app.consumers import BrainConsumer
+
+    consumer = BrainConsumer()
+    sent: list[dict[str, Any]] = []
+
+    async def closed_socket(message: dict[str, Any]) -> None:
+        sent.append(message)
+        raise Disconnected("Attempt to send on a closed protocol")
+
+    consumer.base_send = closed_socket
+    # when / then: the handler carries on (so the disconnect policy still runs after it)
+    await consumer.send(text_data='{"type": "event"}')
+    assert sent == [{"type": "websocket.send", "text": '{"type": "event"}'}]
