@@ -392,7 +392,8 @@ class PySpy:
     def __init__(self, pid: int, path: str | None, rate: int = 100) -> None:
         self.pid = pid
         self.path = path
-        self.rate = rate
+        # VT_BENCH_PY_SPY_RATE: samples per second (default 100); more samples, more overhead.
+        self.rate = int(os.environ.get("VT_BENCH_PY_SPY_RATE", rate))
         # VT_BENCH_PY_SPY_FLAGS replaces "--threads --idle", e.g. "--threads --gil" to see
         # only what holds the GIL.
         self.flags = os.environ.get("VT_BENCH_PY_SPY_FLAGS", "--threads --idle").split()

@@ -90,6 +90,8 @@ TEMPLATES = [
 
 # --- database ------------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
+# A kept PostgreSQL connection idle for longer than this is checked (SELECT 1) before it is used.
+VANCETOPE_DB_CHECK_AFTER_IDLE_SECONDS = env_float("VANCETOPE_DB_CHECK_AFTER_IDLE_SECONDS", 1.0)
 if DATABASE_URL:
     # Worker threads and request threads keep their connection for a while instead of paying
     # a new PostgreSQL connection per turn; health checks drop broken ones.
@@ -100,6 +102,9 @@ if DATABASE_URL:
             conn_health_checks=True,
         )
     }
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # The stock backend, with the health check skipped for a connection that just worked.
+        DATABASES["default"]["ENGINE"] = "vancetope.postgresql_backend"
 else:
     DATABASES = {
         "default": {
