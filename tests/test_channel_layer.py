@@ -1,13 +1,18 @@
-"""The embedded channel layer: sends from worker threads reach receivers on the server loop."""
+"""The channel layers: the embedded one, whose sends from worker threads reach receivers on the
+server loop, and the Redis one of the distributed runtime."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
-from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
+from vancetope.channel_layer import RedisChannelLayer, ThreadSafeInMemoryChannelLayer
 
 pytestmark = pytest.mark.asyncio
 
@@ -83,3 +88,78 @@ async def test_a_full_group_member_drops_its_oldest_message_and_keeps_the_newest
     # database); only the oldest was dropped
     assert (await layer.receive(channel))["n"] == 2
     assert (await layer.receive(channel))["n"] == 3
+
+
+# --- the Redis layer of the distributed runtime (CI runs these on Redis) --------------------------
+
+needs_redis = pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"), reason="needs Redis: set REDIS_URL (.ci/run does)"
+)
+
+
+@pytest.fixture
+async def redis_layers() -> AsyncIterator[Callable[..., RedisChannelLayer]]:
+    """Redis layers on a prefix of this test's own, as separate Brain processes would hold
+    them; their keys are deleted afterwards."""
+    prefix = f"vt_test_{uuid.uuid4().hex[:12]}"
+    made: list[RedisChannelLayer] = []
+
+    def make(**config: Any) -> RedisChannelLayer:
+        layer = RedisChannelLayer(hosts=[os.environ["REDIS_URL"]], prefix=prefix, **config)
+        made.append(layer)
+        return layer
+
+    yield make
+    await made[0].flush()
+    for layer in made:
+        await layer.close_pools()
+
+
+async def receive(layer: RedisChannelLayer, channel: str) -> dict[str, Any]:
+    return await asyncio.wait_for(layer.receive(channel), timeout=5)
+
+
+@needs_redis
+async def test_redis_group_send_reaches_every_member_in_order_and_no_one_else(redis_layers):
+    # given: a group with two sockets of one Brain and one of another, and a socket outside it
+    brain_a, brain_b = redis_layers(), redis_layers()
+    a1, a2, outsider = [await brain_a.new_channel() for _ in range(3)]
+    b1 = await brain_b.new_channel()
+    for channel, layer in ((a1, brain_a), (a2, brain_a), (b1, brain_b)):
+        await layer.group_add("session.1", channel)
+    # when: three batches are sent to the group
+    for n in (1, 2, 3):
+        await brain_b.group_send("session.1", {"type": "session.events", "n": n})
+    # then: each member gets all three, in order; the outsider gets nothing
+    for layer, channel in ((brain_a, a1), (brain_a, a2), (brain_b, b1)):
+        assert [(await receive(layer, channel))["n"] for _ in range(3)] == [1, 2, 3]
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(brain_a.receive(outsider), timeout=0.3)
+
+
+@needs_redis
+async def test_a_full_redis_channel_drops_its_oldest_message_and_keeps_the_newest(redis_layers):
+    # given: a socket's channel with room for two messages that nobody reads yet
+    layer = redis_layers(capacity=2)
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    # when: three events are sent to its group
+    for n in (1, 2, 3):
+        await layer.group_send("session.1", {"type": "session.events", "n": n})
+    # then: the newest arrives (the socket sees the gap and fills it from the database)
+    assert (await receive(layer, channel))["n"] == 2
+    assert (await receive(layer, channel))["n"] == 3
+
+
+@needs_redis
+async def test_redis_group_members_past_the_group_expiry_get_nothing(redis_layers):
+    # given: a member added to a group whose members expire after one second
+    layer = redis_layers(group_expiry=1)
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    await asyncio.sleep(2.1)
+    # when
+    await layer.group_send("session.1", {"type": "session.events", "n": 1})
+    # then: it was no longer a member
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(layer.receive(channel), timeout=0.3)

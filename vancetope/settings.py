@@ -131,13 +131,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- channels, celery ----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
-# Messages a socket's channel holds before new ones are dropped (a socket that misses events
-# fills the gap from the database, which is slower): room for a burst of a few hundred turns.
+# Messages a socket's channel holds; when it is full the oldest are dropped (a socket that misses
+# events fills the gap from the database, which is slower): room for a burst of a few hundred
+# turns.
 CHANNEL_CAPACITY = env_int("VANCETOPE_CHANNEL_CAPACITY", 1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "vancetope.channel_layer.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [REDIS_URL],
                 "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt"),
