@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from sessions_app.models import Session, SessionEvent
 from vancetope import fastsql
+from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +66,8 @@ def record_events(
 
 
 class EventPusher:
-    """One thread with its own event loop that sends frames to the channel layer, in the order
-    they were handed over.
+    """One thread with its own event loop that sends frames to a channel layer that waits on the
+    network (Redis), in the order they were handed over.
 
     Lanes and services run in plain threads. Pushing from them with async_to_sync would build a
     new event loop (and, with Redis, new connections) for every event, and from a thread that
@@ -121,10 +122,7 @@ class EventPusher:
             try:
                 layer = get_channel_layer()
                 if layer is not None:
-                    # One channel-layer message per batch: a turn's events travel together.
-                    await layer.group_send(
-                        group_name(session_id), {"type": "session.events", "frames": frames}
-                    )
+                    await layer.group_send(group_name(session_id), _batch(frames))
             except Exception:
                 log.exception("could not push events to session %s", session_id)
             finally:
@@ -135,6 +133,11 @@ class EventPusher:
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, frames))
 
 
+def _batch(frames: list[dict[str, Any]]) -> dict[str, Any]:
+    """One channel-layer message per batch: a turn's events travel together."""
+    return {"type": "session.events", "frames": frames}
+
+
 _pusher: EventPusher | None = None
 _pusher_lock = threading.Lock()
 
@@ -143,6 +146,15 @@ def push_frames(session_id: int, frames: list[dict[str, Any]]) -> None:
     """Hand frames to every socket bound to the session (none bound is fine: they are
     stored)."""
     global _pusher
+    layer = get_channel_layer()
+    if isinstance(layer, ThreadSafeInMemoryChannelLayer):
+        # The embedded layer never waits: it hands the batch to the sockets' loop itself, so
+        # the caller's thread sends it, without a hop through the pusher thread.
+        try:
+            layer.group_send_now(group_name(session_id), _batch(frames))
+        except Exception:
+            log.exception("could not push events to session %s", session_id)
+        return
     with _pusher_lock:
         # A forked worker process does not inherit the parent's pusher thread.
         if _pusher is None or _pusher.pid != os.getpid():

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from vancetope.channel_layer import RedisChannelLayer, ThreadSafeInMemoryChannelLayer
+from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
+from vancetope.redis_channel_layer import RedisChannelLayer
 
 pytestmark = pytest.mark.asyncio
 

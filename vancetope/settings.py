@@ -138,7 +138,7 @@ CHANNEL_CAPACITY = env_int("VANCETOPE_CHANNEL_CAPACITY", 1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "vancetope.channel_layer.RedisChannelLayer",
+            "BACKEND": "vancetope.redis_channel_layer.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [REDIS_URL],
                 "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt"),
