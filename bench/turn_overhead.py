@@ -2,7 +2,7 @@
 
 Two paths are timed, one turn at a time, wall clock around the real operation:
 
-  service    `send_chat(session, text)`, then poll the database until that message's assistant
+  service    `send_chat(session_id, text)`, then poll the database until that message's assistant
              reply is stored (ConversationMessage at the expected index) and the chat process
              is back to IDLE.
   websocket  `chat` frame through `vancetope.asgi.application` (origin check, bearer-token auth,
@@ -151,7 +151,7 @@ def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[flo
         reply_index = index + 1  # ford stores the user message, then the assistant reply
         start = time.perf_counter()
         deadline = start + args.turn_timeout
-        send_chat(session, turn_text(turn))
+        send_chat(session.pk, turn_text(turn))
         while (row := reply_of(reply_index)) is None:
             if time.perf_counter() > deadline:
                 raise failure(turn)

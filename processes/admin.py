@@ -149,6 +149,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "interrupt",
         "interrupt_at",
         "next_pending_seq",
+        "consumed_count",
         "conversation_length",
         "lease_owner",
         "lease_expires_at",

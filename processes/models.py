@@ -35,6 +35,9 @@ class ThinkProcess(models.Model):
     interrupt_at = models.DateTimeField(null=True, blank=True)
     # The seq the next pending message gets (1, 2, 3, … per process).
     next_pending_seq = models.PositiveBigIntegerField(default=1)
+    # How many pending messages turns have consumed, counted by the commit that consumes one:
+    # `waiting` is read from this row without counting the messages.
+    consumed_count = models.PositiveBigIntegerField(default=0)
     # How many conversation messages exist: the index of the next one.
     conversation_length = models.PositiveIntegerField(default=0)
     # Grows with every reset (which deletes the conversation), so a cached copy of an earlier
@@ -65,6 +68,11 @@ class ThinkProcess(models.Model):
     @property
     def public_id(self) -> str:
         return f"tp_{self.pk}"
+
+    @property
+    def waiting(self) -> int:
+        """How many of its messages wait for a turn."""
+        return self.next_pending_seq - 1 - self.consumed_count
 
     @property
     def category(self) -> str:

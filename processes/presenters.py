@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from processes.models import ConversationMessage, PendingMessage, ThinkProcess
+from processes.models import ConversationMessage, ThinkProcess
 
 
 def iso(value: Any) -> str | None:
@@ -41,7 +41,7 @@ def process_detail(process: ThinkProcess, *, messages_limit: int | None = None) 
     return {
         **process_data(process),
         "taskTree": process.engine_state.get("taskTree"),
-        "pending": PendingMessage.objects.filter(process_id=process.pk, consumed=False).count(),
+        "pending": process.waiting,
         "lastError": process.last_error or None,
         "engineParams": process.engine_params,
         "conversationLength": process.conversation_length,

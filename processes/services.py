@@ -104,7 +104,8 @@ def get_visible_process(user: Any, process_id: int) -> ThinkProcess:
 
 
 def pending_count(process_id: int) -> int:
-    return PendingMessage.objects.filter(process_id=process_id, consumed=False).count()
+    process = ThinkProcess.objects.only("next_pending_seq", "consumed_count").get(pk=process_id)
+    return process.waiting
 
 
 # --- creating ------------------------------------------------------------------------------------
@@ -174,16 +175,13 @@ def reset_process(process_id: int) -> ThinkProcess:
     return _lifecycle(process_id, Call.RESET)
 
 
-def _load(process_id: int, *, lock: bool = False, session: Session | None = None) -> ThinkProcess:
-    """The process with its session (`lock`: the process row locked until the transaction
-    ends; `session`: the caller's copy of the session, if it is the process's)."""
-    found = fastsql.select(ThinkProcess, "id = %s", [process_id], lock=lock)
+def _load(process_id: int) -> ThinkProcess:
+    """The process with its session."""
+    found = fastsql.select(ThinkProcess, "id = %s", [process_id])
     if not found:
         raise NotFound(f"process tp_{process_id} not found")
     process = found[0]
-    if session is None or session.pk != process.session_id:
-        session = fastsql.select(Session, "id = %s", [process.session_id])[0]
-    process.session = session
+    process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
     return process
 
 
@@ -280,45 +278,55 @@ def steer_many(
     kind: PendingKind = PendingKind.STEER,
     *,
     user: Any = None,
-    session: Session | None = None,
+    chat_session: int | None = None,
 ) -> list[Steered]:
     """Append several pending messages in order, in one transaction: all or none (a burst
-    of steers from one socket costs one transaction, not one each). `session`: the caller's
-    fresh copy of the process's session, which then is not read again."""
+    of steers from one socket costs one transaction, not one each). `chat_session`: they are
+    the chat of this session's client, so the process must be its chat process and the session
+    OPEN."""
     with transaction.atomic():
-        try:
-            process = _load(process_id, lock=True, session=session)
-        except NotFound:
-            process = None
-        if process is None or (user is not None and not is_visible(process, user)):
+        # One statement takes the seqs, locks the process row and reads it; a refusal below
+        # rolls the transaction back. Then the session, locked after the process (as a lane's
+        # commit locks them), its activity noted.
+        found = fastsql.update_returning(
+            ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(len(texts))}
+        )
+        if not found:
             raise NotFound(f"process tp_{process_id} not found")
+        process = found[0]
+        [process.session] = fastsql.update_returning(
+            Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
+        )
+        if user is not None and not is_visible(process, user):
+            raise NotFound(f"process tp_{process_id} not found")
+        session = process.session
+        if chat_session is not None:
+            if process.session_id != chat_session or session.chat_process_id != process_id:
+                _chat_processes.pop(chat_session, None)
+                raise Conflict(f"session sess_{chat_session} has no chat process")
+            if session.status != SessionStatus.OPEN:
+                raise Conflict(f"session {session.public_id} is {session.status}")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
-        messages = _append_pending(
-            process_id, process.next_pending_seq, kind, [{"text": text} for text in texts]
-        )
-        count = fastsql.scalar(
-            f"SELECT COUNT(*) FROM {fastsql.table(PendingMessage)} "
-            "WHERE process_id = %s AND consumed = %s",
-            [process_id, False],
-        )
-        fastsql.update(
-            Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
+        messages = _insert_pending(
+            process_id,
+            process.next_pending_seq - len(texts),
+            kind,
+            [{"text": text} for text in texts],
         )
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)
     # Each steer's reply says how many were pending once it was appended.
-    before = count - len(messages)
+    before = process.waiting - len(messages)
     return [Steered(message, before + n) for n, message in enumerate(messages, start=1)]
 
 
-def send_chat(session: Session, text: str) -> Steered:
+def send_chat(session_id: int, text: str) -> Steered:
     """A chat message from the session's client goes to the session's chat process."""
-    if session.status != SessionStatus.OPEN:
-        raise Conflict(f"session {session.public_id} is {session.status}")
-    if session.chat_process_id is None:
-        raise Conflict(f"session {session.public_id} has no chat process")
-    [steered] = steer_many(session.chat_process_id, [text], PendingKind.USER, session=session)
+    process_id = _chat_process_of(session_id)
+    if process_id is None:
+        raise Conflict(f"session sess_{session_id} has no chat process")
+    [steered] = steer_many(process_id, [text], PendingKind.USER, chat_session=session_id)
     return steered
 
 
@@ -542,6 +550,13 @@ def _append_pending(
     fastsql.update(
         ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(len(payloads))}
     )
+    return _insert_pending(process_id, seq, kind, payloads)
+
+
+def _insert_pending(
+    process_id: int, seq: int, kind: PendingKind, payloads: list[dict[str, Any]]
+) -> list[PendingMessage]:
+    """Store pending messages numbered from `seq`, whose seqs the caller has taken."""
     messages = [
         PendingMessage(process_id=process_id, seq=seq + n, kind=kind, payload=payload)
         for n, payload in enumerate(payloads)
@@ -672,6 +687,7 @@ def _commit_turn(
             {
                 "engine_state": process.engine_state,
                 "conversation_length": fastsql.Add(added),
+                "consumed_count": fastsql.Add(1),
                 "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
                 "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
                 "last_error": "",
@@ -701,6 +717,7 @@ def _commit_turn(
             _end_run(process, lease, outcome, ctx.close_reason or "", now, ctx.events)
         ctx.events.flush()
     process.conversation_length += added
+    process.consumed_count += 1
     ctx.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens

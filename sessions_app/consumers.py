@@ -322,11 +322,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
     async def on_chat(self, frame: p.Chat) -> None:
         session_id = self._bound_session_id()
 
-        def chat() -> processes.Steered:
-            # One hop to a worker thread per chat: load the session and steer there.
-            return processes.send_chat(services.load_session(session_id), frame.data.text)
-
-        steered = await call_service(chat)
+        steered = await call_service(processes.send_chat, session_id, frame.data.text)
         await self.reply(
             frame.id,
             "chat-accepted",

@@ -100,14 +100,9 @@ def _rows(select: _Select, params: Sequence[Any]) -> list[list[Any]]:
     return _convert(select, _fetch(select.sql, params))
 
 
-def select(
-    model: type[M], where: str, params: Sequence[Any], *, tail: str = "", lock: bool = False
-) -> list[M]:
+def select(model: type[M], where: str, params: Sequence[Any], *, tail: str = "") -> list[M]:
     """Rows of `model` (every column) WHERE `where` (column names, %s placeholders), then
-    `tail` (ORDER BY / LIMIT). `lock` takes the rows' locks where the database has them
-    (on SQLite the IMMEDIATE transaction already holds the only write lock)."""
-    if lock and connection.features.has_select_for_update:
-        tail = f"{tail} FOR UPDATE"
+    `tail` (ORDER BY / LIMIT)."""
     prepared = _select(model, None, where, tail)
     rows = _rows(prepared, params)
     return [model.from_db(connection.alias, prepared.attnames, row) for row in rows]

@@ -57,7 +57,7 @@ def test_chat_message_is_answered_and_stored_in_the_conversation(alice):
     # given
     session = open_session(alice)
     # when
-    steered = services.send_chat(session, "hello")
+    steered = services.send_chat(session.pk, "hello")
     # then
     assert steered.pending == 1
     wait_until(idle_with_messages(session.chat_process_id, 2))
@@ -98,7 +98,7 @@ def test_a_slow_stream_goes_out_delta_by_delta(alice, tmp_path, settings):
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     session = open_session(alice)
     # when
-    services.send_chat(session, "slow")
+    services.send_chat(session.pk, "slow")
     wait_until(idle_with_messages(session.chat_process_id, 2))
     # then: each word is its own event, nothing held back
     assert stored_deltas(session) == ["one ", "two ", "three ", "four"]
@@ -113,7 +113,7 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     session = open_session(alice)
     # when
-    services.send_chat(session, "fast")
+    services.send_chat(session.pk, "fast")
     wait_until(idle_with_messages(session.chat_process_id, 2))
     # then: one delta event carries the whole text, stored before the final message
     assert stored_deltas(session) == [reply]
@@ -127,7 +127,7 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
 def test_event_seq_grows_by_one_without_gaps(alice):
     session = open_session(alice)
     for text in ("one", "two", "three"):
-        services.send_chat(session, text)
+        services.send_chat(session.pk, text)
     wait_until(idle_with_messages(session.chat_process_id, 6))
     seqs = list(
         SessionEvent.objects.filter(session=session).order_by("seq").values_list("seq", flat=True)
@@ -139,7 +139,7 @@ def test_messages_are_consumed_in_sequence_order_exactly_once(alice):
     session = open_session(alice)
     texts = [f"message {n}" for n in range(15)]
     for text in texts:
-        services.send_chat(session, text)
+        services.send_chat(session.pk, text)
     wait_until(idle_with_messages(session.chat_process_id, 30))
     users = [content for role, content in conversation(session.chat_process_id) if role == "user"]
     assert users == texts
@@ -254,7 +254,7 @@ def test_pause_during_a_slow_turn_stops_at_the_boundary_and_loses_nothing(
     slow_script(tmp_path, settings, delay=0.6)
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.send_chat(session, "slow please")
+    services.send_chat(session.pk, "slow please")
     wait_until(lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING)
     # when
     paused = services.pause_process(chat_id)

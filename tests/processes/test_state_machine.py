@@ -504,8 +504,10 @@ def check_messages(expected: Expected, process: ThinkProcess) -> list[PendingMes
     assert process.next_pending_seq == len(expected.texts) + 1, where
     consumed = [m for m in messages if m.consumed]
     pending = [m for m in messages if not m.consumed]
-    # sent == consumed + pending
+    # sent == consumed + pending, and the process row's counters agree with its messages
     assert len(consumed) + len(pending) == len(expected.texts), where
+    assert process.consumed_count == len(consumed), where
+    assert process.waiting == len(pending), where
     for message in consumed:
         assert message.consumed_fence is not None, f"{where} #{message.seq}"
         assert message.consumed_at is not None, f"{where} #{message.seq}"

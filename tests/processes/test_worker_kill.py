@@ -79,7 +79,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
         for kill in range(KILLS):
             # when a turn is running on the current worker…
             text = f"message {kill}"
-            services.send_chat(session, text)
+            services.send_chat(session.pk, text)
             sent.append(text)
             wait_until(
                 lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING,
@@ -145,7 +145,7 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
     chat_id = session.chat_process_id
     worker = CeleryWorker(env, queue)
     try:
-        services.send_chat(session, "take your time")
+        services.send_chat(session.pk, "take your time")
         wait_until(
             lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING, timeout=60
         )

@@ -119,7 +119,7 @@ def test_an_unknown_status_filter_is_a_400_naming_the_statuses(alice):
 def test_process_page_shows_the_conversation_and_the_task_tree(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.send_chat(session, "hello dashboard")
+    services.send_chat(session.pk, "hello dashboard")
     wait_until(lambda: ConversationMessage.objects.filter(process_id=chat_id).count() >= 2)
     ThinkProcess.objects.filter(pk=chat_id).update(
         engine_state={"taskTree": {"id": "root", "title": "plan the trip", "children": []}}
