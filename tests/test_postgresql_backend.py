@@ -1,5 +1,6 @@
-"""PostgreSQL's health check is skipped for a connection that has just worked, and runs as
-Django's does for one that has been idle for longer (CI runs these on PostgreSQL)."""
+"""PostgreSQL: the health check is skipped for a connection that has just worked, and runs as
+Django's does for one that has been idle for longer; statements run often are prepared on the
+server (CI runs these on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -62,3 +63,16 @@ def test_a_connection_that_just_worked_is_used_without_a_check(settings):
     # it runs on a new connection
     close_old_connections()
     assert backend_pid() != first
+
+
+def test_a_statement_run_often_is_prepared_on_the_server():
+    # given: a connection of the project's settings (server-side binding, prepare threshold)
+    query = "SELECT count(*) FROM processes_thinkprocess WHERE id = %s"
+    # when: it runs the same statement more often than the threshold
+    with connection.cursor() as cursor:
+        for n in range(6):
+            cursor.execute(query, [n])
+        # then: the server holds it as a prepared statement of this connection
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("FROM processes_thinkprocess WHERE id = $1" in text for text in prepared), prepared

@@ -105,6 +105,13 @@ if DATABASE_URL:
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The stock backend, with the health check skipped for a connection that just worked.
         DATABASES["default"]["ENGINE"] = "vancetope.postgresql_backend"
+        # Parameters travel apart from the SQL, and psycopg prepares a statement on the server
+        # once a connection has run it this often: a turn repeats the same twenty statements.
+        # 0 turns preparing off, for a connection pooler that cannot keep prepared statements.
+        DATABASES["default"].setdefault("OPTIONS", {}).update(
+            server_side_binding=True,
+            prepare_threshold=env_int("VANCETOPE_PG_PREPARE_THRESHOLD", 5) or None,
+        )
 else:
     DATABASES = {
         "default": {
