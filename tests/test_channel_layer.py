@@ -164,3 +164,17 @@ async def test_redis_group_members_past_the_group_expiry_get_nothing(redis_layer
     # then: it was no longer a member
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(layer.receive(channel), timeout=0.3)
+
+
+async def test_an_expired_message_is_not_delivered():
+    # given: a channel whose messages expire after one second, holding one that has expired
+    layer = ThreadSafeInMemoryChannelLayer(expiry=1)
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "session.events", "n": 1})
+    await layer.receive(channel)  # a receive (and its expiry scan) just before
+    await layer.send(channel, {"type": "session.events", "n": 2})
+    await asyncio.sleep(2.1)
+    # when: a newer one is sent and the socket receives
+    await layer.send(channel, {"type": "session.events", "n": 3})
+    # then: only the newer one arrives
+    assert (await asyncio.wait_for(layer.receive(channel), timeout=1))["n"] == 3

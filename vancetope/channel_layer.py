@@ -24,8 +24,14 @@ log = logging.getLogger(__name__)
 
 
 class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
+    # Channels' layer looks through every channel and group for expired entries on every
+    # receive and group send; with a thousand sockets that scan cost more than the message.
+    # Messages expire after a minute and memberships after a day: a scan a second is enough.
+    clean_interval = 1.0
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._next_clean = 0.0
         self._receiver_loops: dict[str, asyncio.AbstractEventLoop] = {}
         # Orders "receiver registers its loop" against "sender decides how to deliver", so a
         # sender never touches a queue another loop is already waiting on.
@@ -81,7 +87,11 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             await super().group_discard(group, channel)
 
     def _clean_expired(self) -> None:
+        now = time.monotonic()
+        if now < self._next_clean:
+            return
         with self._groups_lock:
+            self._next_clean = now + self.clean_interval
             super()._clean_expired()
 
     async def group_send(self, group: str, message: dict[str, Any]) -> None:
