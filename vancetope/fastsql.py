@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
 M = TypeVar("M", bound=Model)
@@ -45,13 +45,19 @@ _statements: dict[tuple[Any, ...], str] = {}
 _lock = threading.Lock()
 
 
+def _db() -> Any:
+    """This thread's connection, looked up once per call: every `connection.…` goes through
+    Django's per-thread lookup, and a turn made over a hundred of them."""
+    return connections[DEFAULT_DB_ALIAS]
+
+
 def _quote(name: str | None) -> str:
     assert name is not None
-    return connection.ops.quote_name(name)
+    return str(_db().ops.quote_name(name))
 
 
 def _build_select(
-    model: type[Model], names: Sequence[str] | None, where: str, tail: str
+    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str
 ) -> _Select:
     meta = model._meta
     fields: list[Any] = list(
@@ -62,7 +68,7 @@ def _build_select(
     converters = []
     for index, field in enumerate(fields):
         col = field.get_col(table)
-        found = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
         if found:
             converters.append((index, tuple((converter, col) for converter in found)))
     sql = f"SELECT {columns} FROM {_quote(table)} WHERE {where} {tail}".rstrip()
@@ -70,49 +76,53 @@ def _build_select(
     return _Select(sql, columns, attnames, tuple(converters))
 
 
-def _select(model: type[Model], names: Sequence[str] | None, where: str, tail: str) -> _Select:
-    key = (connection.vendor, model, None if names is None else tuple(names), where, tail)
+def _select(
+    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str
+) -> _Select:
+    key = (db.vendor, model, None if names is None else tuple(names), where, tail)
     found = _selects.get(key)
     if found is None:
-        found = _build_select(model, names, where, tail)
+        found = _build_select(db, model, names, where, tail)
         with _lock:
             _selects[key] = found
     return found
 
 
-def _fetch(sql: str, params: Sequence[Any]) -> list[list[Any]]:
-    with connection.cursor() as cursor:
+def _fetch(db: Any, sql: str, params: Sequence[Any]) -> list[list[Any]]:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         return [list(row) for row in cursor.fetchall()]
 
 
-def _convert(select: _Select, rows: list[list[Any]]) -> list[list[Any]]:
+def _convert(db: Any, select: _Select, rows: list[list[Any]]) -> list[list[Any]]:
     for row in rows:
         for index, converters in select.converters:
             value = row[index]
             for converter, col in converters:
-                value = converter(value, col, connection)
+                value = converter(value, col, db)
             row[index] = value
     return rows
 
 
-def _rows(select: _Select, params: Sequence[Any]) -> list[list[Any]]:
-    return _convert(select, _fetch(select.sql, params))
+def _rows(db: Any, select: _Select, params: Sequence[Any]) -> list[list[Any]]:
+    return _convert(db, select, _fetch(db, select.sql, params))
 
 
 def select(model: type[M], where: str, params: Sequence[Any], *, tail: str = "") -> list[M]:
     """Rows of `model` (every column) WHERE `where` (column names, %s placeholders), then
     `tail` (ORDER BY / LIMIT)."""
-    prepared = _select(model, None, where, tail)
-    rows = _rows(prepared, params)
-    return [model.from_db(connection.alias, prepared.attnames, row) for row in rows]
+    db = _db()
+    prepared = _select(db, model, None, where, tail)
+    rows = _rows(db, prepared, params)
+    return [model.from_db(db.alias, prepared.attnames, row) for row in rows]
 
 
 def values(
     model: type[Model], names: Sequence[str], where: str, params: Sequence[Any], *, tail: str = ""
 ) -> list[list[Any]]:
     """The named fields of the matching rows, converted as the ORM converts them."""
-    return _rows(_select(model, names, where, tail), params)
+    db = _db()
+    return _rows(db, _select(db, model, names, where, tail), params)
 
 
 def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
@@ -120,10 +130,11 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     With `returning_pk` their new primary keys are set on them."""
     if not objs:
         return
+    db = _db()
     model = type(objs[0])
     meta = model._meta
     fields = [field for field in meta.concrete_fields if field is not meta.auto_field]
-    key = ("insert", connection.vendor, model, len(objs), returning_pk)
+    key = ("insert", db.vendor, model, len(objs), returning_pk)
     sql = _statements.get(key)
     if sql is None:
         row = "(" + ", ".join(["%s"] * len(fields)) + ")"
@@ -138,11 +149,9 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
         with _lock:
             _statements[key] = sql
     params = [
-        field.get_db_prep_save(field.pre_save(obj, True), connection)
-        for obj in objs
-        for field in fields
+        field.get_db_prep_save(field.pre_save(obj, True), db) for obj in objs for field in fields
     ]
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(sql, params)
         if returning_pk:
             # Rows come back in the order of VALUES, on SQLite and PostgreSQL alike (Django's
@@ -151,14 +160,15 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
                 obj.pk = row[0]
     for obj in objs:
         obj._state.adding = False
-        obj._state.db = connection.alias
+        obj._state.db = db.alias
 
 
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
     """UPDATE the rows WHERE `where` with `changes` (field name → value, or Add(n)); returns
     the number of rows changed."""
-    sql, values = _update(model, where, params, changes, returning=None)
-    with connection.cursor() as cursor:
+    db = _db()
+    sql, values = _update(db, model, where, params, changes, returning=None)
+    with db.cursor() as cursor:
         cursor.execute(sql, values)
         return int(cursor.rowcount)
 
@@ -167,13 +177,15 @@ def update_returning(
     model: type[M], where: str, params: Sequence[Any], changes: dict[str, Any]
 ) -> list[M]:
     """As `update`, and the changed rows as they are after it (one statement)."""
-    returning = _select(model, None, "", "")
-    sql, values = _update(model, where, params, changes, returning=returning)
-    rows = _convert(returning, _fetch(sql, values))
-    return [model.from_db(connection.alias, returning.attnames, row) for row in rows]
+    db = _db()
+    returning = _select(db, model, None, "", "")
+    sql, values = _update(db, model, where, params, changes, returning=returning)
+    rows = _convert(db, returning, _fetch(db, sql, values))
+    return [model.from_db(db.alias, returning.attnames, row) for row in rows]
 
 
 def _update(
+    db: Any,
     model: type[Model],
     where: str,
     params: Sequence[Any],
@@ -183,7 +195,7 @@ def _update(
     meta = model._meta
     names = tuple(changes)
     shape = tuple(isinstance(changes[name], Add) for name in names)
-    key = ("update", connection.vendor, model, names, shape, where, returning is not None)
+    key = ("update", db.vendor, model, names, shape, where, returning is not None)
     sql = _statements.get(key)
     if sql is None:
         parts = []
@@ -203,13 +215,13 @@ def _update(
             values.append(value.amount)
         else:
             target: Any = meta.get_field(name)
-            values.append(target.get_db_prep_save(value, connection))
+            values.append(target.get_db_prep_save(value, db))
     return sql, [*values, *params]
 
 
 def scalar(sql: str, params: Sequence[Any]) -> Any:
     """The first column of the first row (None without a row) of a plain SELECT."""
-    with connection.cursor() as cursor:
+    with _db().cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return None if row is None else row[0]
