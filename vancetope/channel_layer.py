@@ -58,8 +58,15 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
                 return
             put(channel, deepcopy(message))
 
+    def _queue(self, channel: str) -> asyncio.Queue[Any]:
+        # Not setdefault(channel, Queue(…)): that builds a queue on every call.
+        queue = self.channels.get(channel)
+        if queue is None:
+            queue = self.channels[channel] = asyncio.Queue(maxsize=self.get_capacity(channel))
+        return queue
+
     def _put(self, channel: str, message: dict[str, Any]) -> None:
-        queue = self.channels.setdefault(channel, asyncio.Queue(maxsize=self.get_capacity(channel)))
+        queue = self._queue(channel)
         try:
             queue.put_nowait((time.time() + self.expiry, message))
         except asyncio.QueueFull as exc:
@@ -109,14 +116,22 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
             self._send(channel, message, self._put_or_drop)
 
     async def receive(self, channel: str) -> dict[str, Any]:
+        """As channels' own (an emptied channel's queue is dropped), with this loop registered
+        as the channel's receiver for senders in other threads."""
+        self.require_valid_channel_name(channel)
+        self._clean_expired()
         with self._loops_lock:
             self._receiver_loops[channel] = asyncio.get_running_loop()
+        queue = self._queue(channel)
         try:
-            return await super().receive(channel)
+            _, message = await queue.get()
         finally:
+            if queue.empty():
+                self.channels.pop(channel, None)
             with self._loops_lock:
                 if channel not in self.channels:
                     self._receiver_loops.pop(channel, None)
+        return message  # type: ignore[no-any-return]
 
     async def flush(self) -> None:
         await super().flush()
