@@ -200,27 +200,27 @@ class BrainConsumer(AsyncWebsocketConsumer):
         await self.send_model(p.ErrorFrame(replyTo=request_id, data=data))
 
     async def session_events(self, message: dict[str, Any]) -> None:
-        """Group handler: events for the bound session, in seq order."""
-        for frame in message["frames"]:
-            await self._deliver(frame)
+        """Group handler: events for the bound session, in seq order, each as (seq, frame
+        text)."""
+        for seq, text in message["frames"]:
+            await self._deliver(int(seq), text)
 
-    async def _deliver(self, frame: dict[str, Any]) -> None:
-        seq = int(frame["seq"])
+    async def _deliver(self, seq: int, text: str) -> None:
         if self.session_id is None or seq <= self.last_seq:
             return
         if seq > self.last_seq + 1:
             missing = await call_service(events_since, self.session_id, self.last_seq, seq)
             for event in missing:
-                await self.send(text_data=json.dumps(event.as_frame()))
-        # Frames are built by the Brain from stored events (see SessionEvent.as_frame): sent
+                await self.send(text_data=event.frame_text())
+        # Frames are built by the Brain from stored events (see SessionEvent.frame_text): sent
         # as they are, without a second validation per event.
-        await self.send(text_data=json.dumps(frame))
+        await self.send(text_data=text)
         self.last_seq = seq
 
     async def _catch_up(self) -> None:
         assert self.session_id is not None
         for event in await call_service(events_since, self.session_id, self.last_seq):
-            await self._deliver(event.as_frame())
+            await self._deliver(event.seq, event.frame_text())
 
     async def _bind(self, session: Session, last_seq: int) -> None:
         if self.session_id is not None and self.session_id != session.pk:

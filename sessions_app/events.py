@@ -25,6 +25,9 @@ from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
 
 log = logging.getLogger(__name__)
 
+# An event on its way to the sockets: its seq and its frame as JSON text.
+Frame = tuple[int, str]
+
 
 def group_name(session_id: int) -> str:
     return f"session.{session_id}"
@@ -79,7 +82,7 @@ class EventPusher:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self._loop = asyncio.new_event_loop()
-        self._queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
+        self._queue: asyncio.Queue[tuple[int, list[Frame]]] | None = None
         ready = threading.Event()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name="event-pusher", daemon=True
@@ -116,7 +119,7 @@ class EventPusher:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout)
 
-    async def _send_in_order(self, queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]]) -> None:
+    async def _send_in_order(self, queue: asyncio.Queue[tuple[int, list[Frame]]]) -> None:
         while True:
             session_id, frames = await queue.get()
             try:
@@ -128,12 +131,12 @@ class EventPusher:
             finally:
                 queue.task_done()
 
-    def push(self, session_id: int, frames: list[dict[str, Any]]) -> None:
+    def push(self, session_id: int, frames: list[Frame]) -> None:
         assert self._queue is not None
         self._loop.call_soon_threadsafe(self._queue.put_nowait, (session_id, frames))
 
 
-def _batch(frames: list[dict[str, Any]]) -> dict[str, Any]:
+def _batch(frames: list[Frame]) -> dict[str, Any]:
     """One channel-layer message per batch: a turn's events travel together."""
     return {"type": "session.events", "frames": frames}
 
@@ -142,7 +145,7 @@ _pusher: EventPusher | None = None
 _pusher_lock = threading.Lock()
 
 
-def push_frames(session_id: int, frames: list[dict[str, Any]]) -> None:
+def push_frames(session_id: int, frames: list[Frame]) -> None:
     """Hand frames to every socket bound to the session (none bound is fine: they are
     stored)."""
     global _pusher
@@ -178,7 +181,8 @@ def emit_events(session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) ->
     has committed."""
     stored = record_events(session_id, items)
     if stored:
-        frames = [event.as_frame() for event in stored]
+        # Serialized once here, not once per socket: a batch is [(seq, frame text), …].
+        frames = [(event.seq, event.frame_text()) for event in stored]
         transaction.on_commit(lambda: push_frames(session_id, frames))
     return stored
 

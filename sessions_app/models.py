@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -117,3 +119,7 @@ class SessionEvent(models.Model):
 
     def as_frame(self) -> dict[str, object]:
         return {"type": "event", "seq": self.seq, "event": self.event, "data": self.data}
+
+    def frame_text(self) -> str:
+        """The frame as the socket sends it (JSON text)."""
+        return json.dumps(self.as_frame())
