@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
@@ -59,6 +61,19 @@ def _end_stray_connections(django_db_setup: Any, django_db_blocker: Any) -> Iter
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """SQLite leaves the test database's WAL and shared-memory files behind when pytest-django
+    deletes the database while other threads' connections were open; remove them, so runs do
+    not pile files up in var/."""
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"] != "vancetope.sqlite_backend":
+        return
+    name = Path(database["TEST"]["NAME"])
+    if not name.exists():
+        for leftover in (Path(f"{name}-wal"), Path(f"{name}-shm")):
+            leftover.unlink(missing_ok=True)
 
 
 @pytest.fixture(autouse=True)
