@@ -285,15 +285,11 @@ def steer_many(
     the chat of this session's client, so the process must be its chat process and the session
     OPEN."""
     with transaction.atomic():
-        # One statement takes the seqs, locks the process row and reads it; a refusal below
-        # rolls the transaction back. Then the session, locked after the process (as a lane's
-        # commit locks them), its activity noted.
-        found = fastsql.update_returning(
-            ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(len(texts))}
-        )
-        if not found:
+        # A refusal below rolls back the seqs taken here. The session is locked after the
+        # process (as a lane's commit locks them), its activity noted.
+        process = _take_seqs(process_id, len(texts))
+        if process is None:
             raise NotFound(f"process tp_{process_id} not found")
-        process = found[0]
         [process.session] = fastsql.update_returning(
             Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
         )
@@ -308,12 +304,7 @@ def steer_many(
                 raise Conflict(f"session {session.public_id} is {session.status}")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         _check_session_allows(process, Call.STEER)
-        messages = _insert_pending(
-            process_id,
-            process.next_pending_seq - len(texts),
-            kind,
-            [{"text": text} for text in texts],
-        )
+        messages = _insert_pending(process, kind, [{"text": text} for text in texts])
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)
     # Each steer's reply says how many were pending once it was appended.
@@ -542,46 +533,42 @@ def _chat_process_of(session_id: int) -> int | None:
     return found
 
 
-def _append_pending(
-    process_id: int, seq: int, kind: PendingKind, payloads: list[dict[str, Any]]
-) -> list[PendingMessage]:
-    """Append pending messages numbered from `seq`, read under the process row's lock (call
-    inside the transaction that holds it)."""
-    fastsql.update(
-        ThinkProcess, "id = %s", [process_id], {"next_pending_seq": fastsql.Add(len(payloads))}
+def _take_seqs(process_id: int, count: int, *, unless_closed: bool = False) -> ThinkProcess | None:
+    """Take the process's next `count` pending seqs, in one statement that also locks its row
+    until the transaction ends; the process as that left it (the seqs taken end just below its
+    `next_pending_seq`), or None if there is no such process (with `unless_closed`, no such
+    process that is not CLOSED)."""
+    where = "id = %s"
+    params: list[Any] = [process_id]
+    if unless_closed:
+        where += " AND status <> %s"
+        params.append(Status.CLOSED)
+    found = fastsql.update_returning(
+        ThinkProcess, where, params, {"next_pending_seq": fastsql.Add(count)}
     )
-    return _insert_pending(process_id, seq, kind, payloads)
+    return found[0] if found else None
 
 
 def _insert_pending(
-    process_id: int, seq: int, kind: PendingKind, payloads: list[dict[str, Any]]
+    process: ThinkProcess, kind: PendingKind, payloads: list[dict[str, Any]]
 ) -> list[PendingMessage]:
-    """Store pending messages numbered from `seq`, whose seqs the caller has taken."""
+    """Store pending messages with the seqs just taken for them (see _take_seqs)."""
+    first = process.next_pending_seq - len(payloads)
     messages = [
-        PendingMessage(process_id=process_id, seq=seq + n, kind=kind, payload=payload)
+        PendingMessage(process_id=process.pk, seq=first + n, kind=kind, payload=payload)
         for n, payload in enumerate(payloads)
     ]
     fastsql.insert(messages, returning_pk=True)
     return messages
 
 
-def _locked_next_seq(process_id: int) -> tuple[str, int] | None:
-    row = (
-        ThinkProcess.objects.select_for_update()
-        .filter(pk=process_id)
-        .values_list("status", "next_pending_seq")
-        .first()
-    )
-    return (str(row[0]), int(row[1])) if row else None
-
-
 def queue_own_turn(process_id: int, text: str) -> None:
     """A CONTROL message from the process to itself, appended under its own lane (so without
     the steer status check): the lane drains it after the current lifecycle call."""
     with transaction.atomic():
-        locked = _locked_next_seq(process_id)
-        assert locked is not None
-        _append_pending(process_id, locked[1], PendingKind.CONTROL, [{"text": text}])
+        process = _take_seqs(process_id, 1)
+        assert process is not None
+        _insert_pending(process, PendingKind.CONTROL, [{"text": text}])
 
 
 # Statuses (or close reasons) a parent hears about, as the event name its engine summarises.
@@ -606,18 +593,16 @@ def report_to_parent(process: ThinkProcess, status: str, reason: str) -> Pending
         "payload": report.payload,
     }
     with transaction.atomic():
-        locked = _locked_next_seq(process.parent_id)
-        if locked is None or locked[0] == Status.CLOSED:
+        parent = _take_seqs(process.parent_id, 1, unless_closed=True)
+        if parent is None:
             log.info(
                 "%s: parent tp_%s is gone or closed; report dropped",
                 process.public_id,
                 process.parent_id,
             )
             return None
-        [message] = _append_pending(
-            process.parent_id, locked[1], PendingKind.PARENT_REPORT, [payload]
-        )
-        if locked[0] in WAKE_ON_MESSAGE:
+        [message] = _insert_pending(parent, PendingKind.PARENT_REPORT, [payload])
+        if parent.status in WAKE_ON_MESSAGE:
             wake_lane(process.parent_id)
     return message
 
