@@ -37,18 +37,14 @@ def reserve_seqs(session_id: int, count: int = 1) -> int:
     """Take the session's next `count` event numbers; returns the last one. The UPDATE holds
     the session row until the surrounding transaction commits, so numbers are handed out (and
     committed) in order. Events are work done for the session: its idle clock starts again."""
-    table = Session._meta.db_table
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET last_seq = last_seq + %s, last_activity_at = %s "
-            "WHERE id = %s RETURNING last_seq",
-            [count, now, session_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
+    last = fastsql.scalar(
+        f"UPDATE {fastsql.table(Session)} SET last_seq = last_seq + %s, last_activity_at = %s "
+        "WHERE id = %s RETURNING last_seq",
+        [count, connection.ops.adapt_datetimefield_value(timezone.now()), session_id],
+    )
+    if last is None:
         raise Session.DoesNotExist(f"session sess_{session_id} does not exist")
-    return int(row[0])
+    return int(last)
 
 
 def record_events(

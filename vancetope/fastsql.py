@@ -234,7 +234,8 @@ def _update(
 
 
 def scalar(sql: str, params: Sequence[Any]) -> Any:
-    """The first column of the first row (None without a row) of a plain SELECT."""
+    """The first column of the first row (None without a row) of a plain statement (a SELECT,
+    or a write with RETURNING)."""
     row = _execute(_db(), sql, params).fetchone()
     return None if row is None else row[0]
 
