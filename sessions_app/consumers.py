@@ -320,9 +320,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
         )
 
     async def on_chat(self, frame: p.Chat) -> None:
-        session_id = self._bound_session_id()
-
-        steered = await call_service(processes.send_chat, session_id, frame.data.text)
+        steered = await call_service(processes.send_chat, self._bound_session_id(), frame.data.text)
         await self.reply(
             frame.id,
             "chat-accepted",
