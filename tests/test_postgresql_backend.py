@@ -31,6 +31,15 @@ def terminate(pid: int) -> None:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
+def cut_after_request() -> int:
+    """Our connection runs a query and ends its request, then is cut from outside; returns
+    the server pid it had."""
+    pid = backend_pid()
+    close_old_connections()
+    terminate(pid)
+    return pid
+
+
 def test_the_project_runs_on_its_postgresql_backend():
     assert type(connections["default"]).__module__ == "vancetope.postgresql_backend.base"
     assert connection.health_check_enabled
@@ -39,9 +48,7 @@ def test_the_project_runs_on_its_postgresql_backend():
 def test_a_connection_idle_longer_than_the_window_is_checked_and_replaced(settings):
     # given: every kept connection counts as idle, and ours was cut after its last request
     settings.VANCETOPE_DB_CHECK_AFTER_IDLE_SECONDS = 0
-    first = backend_pid()
-    close_old_connections()
-    terminate(first)
+    first = cut_after_request()
     # when: the next request begins and queries
     close_old_connections()
     second = backend_pid()
@@ -52,9 +59,7 @@ def test_a_connection_idle_longer_than_the_window_is_checked_and_replaced(settin
 def test_a_connection_that_just_worked_is_used_without_a_check(settings):
     # given: ours worked a moment ago, and is cut right after its request
     settings.VANCETOPE_DB_CHECK_AFTER_IDLE_SECONDS = 60
-    first = backend_pid()
-    close_old_connections()
-    terminate(first)
+    first = cut_after_request()
     # when: the next request begins at once, it is not checked: its first query meets the cut
     close_old_connections()
     with pytest.raises(OperationalError):
