@@ -8,7 +8,7 @@ from django.http import HttpRequest
 
 from engines.registry import all_engines, get_engine
 from recipes_app.models import Recipe, RecipeScope
-from vancetope.cli.local_tools import TOOL_SPECS
+from vance.local_tools import TOOL_SPECS
 from vancetope.tenancy.models import Project
 from vancetope.tools.catalogue import matches
 from vancetope.tools.models import McpServer

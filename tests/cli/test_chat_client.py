@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from vancetope.cli.chat import ChatClient, ChatOptions
-from vancetope.cli.config import Config
-from vancetope.cli.fingerprint import Fingerprint
-from vancetope.cli.lines import LineRouter
+from vance.chat import ChatClient, ChatOptions
+from vance.config import Config
+from vance.fingerprint import Fingerprint
+from vance.lines import LineRouter
 
 
 class FakeSocket:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from vancetope.cli import fingerprint
-from vancetope.cli.config import (
+from vance import fingerprint
+from vance.config import (
     Config,
     NotLoggedIn,
     RememberedSession,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from vancetope.cli.local_tools import (
+from vance.local_tools import (
     SAFETY,
     TOOL_SPECS,
     ToolError,

@@ -19,7 +19,7 @@ FINGERPRINT = {"machineId": "rest-test-machine", "workingDir": "/srv/rest"}
 def run_vance(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "VANCE_CONFIG_DIR": str(config_dir), "COLUMNS": "200"}
     return subprocess.run(
-        [sys.executable, "-m", "vancetope.cli", *args],
+        [sys.executable, "-m", "vance", *args],
         env=env,
         capture_output=True,
         text=True,
@@ -148,7 +148,7 @@ def chat_exit(config_dir: Path) -> tuple[int, str]:
     """`vance chat` with its input held open, so only the connection decides how it ends."""
     env = {**os.environ, "VANCE_CONFIG_DIR": str(config_dir), "COLUMNS": "200"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "vancetope.cli", "chat"],
+        [sys.executable, "-m", "vance", "chat"],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

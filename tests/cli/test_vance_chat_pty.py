@@ -13,7 +13,7 @@ import pytest
 
 from tests.cli.terminal import Terminal
 from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
-from vancetope.cli.config import CONFIG_FILE, SESSIONS_FILE
+from vance.config import CONFIG_FILE, SESSIONS_FILE
 
 # Brain environment, token, port, vance config directory, working directory.
 Setup = tuple[dict[str, str], str, int, Path, Path]
@@ -30,9 +30,7 @@ def vance_env(config_dir: Path) -> dict[str, str]:
 
 
 def vance(config_dir: Path, *args: str, cwd: Path) -> Terminal:
-    return Terminal(
-        [sys.executable, "-m", "vancetope.cli", *args], cwd=cwd, env=vance_env(config_dir)
-    )
+    return Terminal([sys.executable, "-m", "vance", *args], cwd=cwd, env=vance_env(config_dir))
 
 
 @pytest.fixture
@@ -226,7 +224,7 @@ def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, t
         # another machine: refused, explained, and (with --yes) a new session instead
         other_env = {**vance_env(config_dir), "VANCE_MACHINE_ID": "someone-elses-laptop"}
         chat = Terminal(
-            [sys.executable, "-m", "vancetope.cli", "chat", "--session", session_id, "--yes"],
+            [sys.executable, "-m", "vance", "chat", "--session", session_id, "--yes"],
             cwd=work,
             env=other_env,
         )

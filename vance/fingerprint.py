@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vancetope.cli.config import config_dir
+from vance.config import config_dir
 
 MACHINE_ID_FILES = ("/etc/machine-id", "/var/lib/dbus/machine-id", "/etc/hostid")
 FALLBACK_FILE = "machine-id"

@@ -21,13 +21,13 @@ from rich.text import Text
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake
 
-from vancetope.cli.config import Config, RememberedSession, SessionMemory
-from vancetope.cli.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
-from vancetope.cli.fingerprint import Fingerprint
-from vancetope.cli.lines import LineRouter, is_yes
-from vancetope.cli.local_tools import TOOL_SPECS, Workspace, answer_tool_call
-from vancetope.cli.render import EventPrinter, error_text
-from vancetope.cli.slash import run_slash_command
+from vance.config import Config, RememberedSession, SessionMemory
+from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from vance.fingerprint import Fingerprint
+from vance.lines import LineRouter, is_yes
+from vance.local_tools import TOOL_SPECS, Workspace, answer_tool_call
+from vance.render import EventPrinter, error_text
+from vance.slash import run_slash_command
 
 UNAUTHENTICATED_CLOSE = 4401
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 3.0, 5.0)

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from vancetope.cli.exits import EXIT_OK
-from vancetope.cli.render import error_text, inbox_panel, process_table
+from vance.exits import EXIT_OK
+from vance.render import error_text, inbox_panel, process_table
 
 if TYPE_CHECKING:
-    from vancetope.cli.chat import ChatClient
+    from vance.chat import ChatClient
 
 HELP = """\
 /processes [STATUS]    the processes of this session

@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from vancetope.cli.config import Config
+from vance.config import Config
 
 TIMEOUT_SECONDS = 30
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from vancetope.cli.api import ApiError, BrainApi, BrainUnreachable
-from vancetope.cli.chat import ChatClient, ChatOptions
-from vancetope.cli.config import Config, ConfigError, load_config, normalise_server, save_config
-from vancetope.cli.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
-from vancetope.cli.fingerprint import current_fingerprint
-from vancetope.cli.lines import LineRouter
-from vancetope.cli.render import (
+from vance.api import ApiError, BrainApi, BrainUnreachable
+from vance.chat import ChatClient, ChatOptions
+from vance.config import Config, ConfigError, load_config, normalise_server, save_config
+from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from vance.fingerprint import current_fingerprint
+from vance.lines import LineRouter
+from vance.render import (
     engines_table,
     generic_table,
     process_table,
