@@ -25,9 +25,10 @@ from vance.config import Config, RememberedSession, SessionMemory
 from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 from vance.fingerprint import Fingerprint
 from vance.lines import LineRouter, is_yes
-from vance.local_tools import TOOL_SPECS, Workspace, answer_tool_call
+from vance.local_tools import TOOL_SPECS, Workspace
 from vance.render import EventPrinter, error_text
 from vance.slash import run_slash_command
+from vance.tool_calls import ToolCalls
 
 UNAUTHENTICATED_CLOSE = 4401
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 3.0, 5.0)
@@ -74,18 +75,22 @@ class ChatClient:
         self.fingerprint = fingerprint
         self.console = console
         self.router = router
-        self.workspace = Workspace(Path(fingerprint.working_dir))
         self.memory = SessionMemory(config.server, options.project, fingerprint.working_dir)
         self.printer = EventPrinter(console)
+        self.tool_calls = ToolCalls(
+            Workspace(Path(fingerprint.working_dir)),
+            self.printer,
+            console,
+            router,
+            assume_yes=options.assume_yes,
+        )
         self.session_id: str | None = None
         self.last_seq = 0
         self.ws: ClientConnection | None = None
         self.connected = asyncio.Event()
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.counter = 0
-        self.answered_calls: set[str] = set()
         self.background: set[asyncio.Task[None]] = set()
-        self.confirm_lock = asyncio.Lock()
         self.close_code: int | None = None
         self._receiver: asyncio.Task[None] | None = None
 
@@ -383,15 +388,9 @@ class ChatClient:
             self._remember()
 
     async def _answer_tool(self, call: dict[str, Any]) -> None:
-        call_id = str(call.get("callId"))
-        if call_id in self.answered_calls:
+        answer = await self.tool_calls.answer(call)
+        if answer is None:
             return
-        self.answered_calls.add(call_id)
-        answer = await answer_tool_call(
-            call, self.workspace, self._confirm_tool, assume_yes=self.options.assume_yes
-        )
-        outcome = "ok" if answer.ok else f"refused: {answer.data.get('error')}"
-        self.printer.line(Text(f"⚙ {call.get('tool')} → {outcome}", style="blue"))
         while True:
             await self.connected.wait()
             assert self.ws is not None
@@ -402,24 +401,6 @@ class ChatClient:
                 return
             except ConnectionClosed:
                 continue
-
-    async def _confirm_tool(self, name: str, arguments: dict[str, Any]) -> bool:
-        async with self.confirm_lock:
-            if name == "run_shell":
-                detail = f"$ {arguments.get('command')}"
-            elif name == "write_file":
-                content = str(arguments.get("content", ""))
-                detail = f"write {len(content)} characters to {arguments.get('path')}"
-                if arguments.get("append"):
-                    detail = detail.replace("write", "append", 1)
-                detail += "\n" + content[:500]
-            else:
-                detail = json.dumps(arguments, indent=2)
-            self.printer.line(
-                Panel(Text(detail), title=f"the Brain wants to run {name}", border_style="yellow")
-            )
-            self.console.print(f"Allow {name}? [y/N] ", end="", markup=False)
-            return is_yes(await self.router.ask(), default=False)
 
     # --- input -----------------------------------------------------------------------------------
 
