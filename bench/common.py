@@ -366,7 +366,7 @@ class BenchBrain(Brain):
 
     def log_warnings(self) -> list[str]:
         """The WARNING/ERROR lines of the Brain's log, alike ones counted together (numbers
-        and channel names left out): ["589 × WARNING vancetope.channel_layer: …", …]."""
+        and channel names left out): ["589 × WARNING vancetope.infra.channel_layer: …", …]."""
         counts: Counter[str] = Counter()
         for line in self.log().splitlines():
             found = re.search(r" (WARNING|ERROR|CRITICAL) \S+: .*", line)

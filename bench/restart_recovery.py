@@ -115,7 +115,7 @@ def setup_child(args: argparse.Namespace) -> None:
     from django.utils import timezone
 
     from engines.registry import get_engine
-    from processes.lanes import HOSTNAME
+    from processes.lane.lease import HOSTNAME
     from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
     from recipes_app.services import resolve_recipe
     from sessions_app.models import Session, SessionStatus, SuspendCause

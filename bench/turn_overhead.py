@@ -109,8 +109,8 @@ def _make_tenancy() -> tuple[Any, Any, str]:
 
 
 def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[float]:
+    from processes.actions.steer import send_chat
     from processes.models import ConversationMessage, ThinkProcess
-    from processes.services import send_chat
     from processes.states import Status
     from sessions_app.services import FingerprintData, create_session
 
@@ -281,7 +281,7 @@ def child_main(args: argparse.Namespace) -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from processes.worker import shutdown_worker
+    from processes.lane.worker import shutdown_worker
 
     call_command("migrate", interactive=False, verbosity=0)
     user, project, token = _make_tenancy()

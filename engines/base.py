@@ -4,8 +4,9 @@ An engine is an algorithm, not an instance: it holds no per-process state in att
 call receives the process row (whose `engine_state` the engine owns) and a ThinkEngineContext
 built fresh for that call, which is the engine's only way out (LLM, tools, events, …).
 
-The lane calls `steer` once for every pending message it drains, in sequence order: that is
-where an engine does its turn's work. `start` may drive a first turn itself (on the goal).
+The lane calls `steer` once for every pending message it drains, in sequence order, with the
+message as a typed object (engines/messages.py): that is where an engine does its turn's work.
+`start` may drive a first turn itself (on the goal).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
+    from engines.capabilities import ProcessView
     from engines.context import ThinkEngineContext
-    from processes.models import PendingMessage, ThinkProcess
+    from engines.messages import PendingMessage
 
 
 @dataclass(frozen=True)
-class ParentReport:
+class Summary:
     """What a child tells its parent when it ends or blocks: Markdown for the parent's LLM,
     plus an optional structured payload for orchestrators."""
 
@@ -39,32 +41,30 @@ class ThinkEngine(ABC):
     default_settings: ClassVar[dict[str, Any]] = {}
 
     @abstractmethod
-    def start(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:
+    def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         """First call, from INIT: prepare engine_state; may drive a first turn on the goal."""
 
     @abstractmethod
-    def steer(
-        self, process: ThinkProcess, ctx: ThinkEngineContext, message: PendingMessage
-    ) -> None:
+    def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
         """Integrate one pending message (user chat, steer, report, answer): one turn."""
 
-    def pause(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+    def pause(self, process: ProcessView, ctx: ThinkEngineContext) -> None:  # noqa: B027
         """The user paused the process; the lane has already stopped at a safe boundary."""
 
-    def resume(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+    def resume(self, process: ProcessView, ctx: ThinkEngineContext) -> None:  # noqa: B027
         """Back from PAUSED or SUSPENDED; the lane drains pending messages afterwards."""
 
-    def suspend(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+    def suspend(self, process: ProcessView, ctx: ThinkEngineContext) -> None:  # noqa: B027
         """The system halted the process (disconnect, idle, shutdown, lease loss)."""
 
-    def stop(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:  # noqa: B027
+    def stop(self, process: ProcessView, ctx: ThinkEngineContext) -> None:  # noqa: B027
         """Final stop by the user, a parent or a session close."""
 
-    def summarize_for_parent(self, process: ThinkProcess, event: str) -> ParentReport:
+    def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
         """The report a parent receives when this process reaches DONE, BLOCKED, STOPPED or
         FAILED. The default is a generic status line; engines with a real result override it."""
         goal = process.goal or "(no goal)"
-        return ParentReport(
+        return Summary(
             human_summary=f"Process {process.public_id} ({self.name}) is {event}: {goal}",
             payload={"processId": process.public_id, "event": event},
         )

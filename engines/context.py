@@ -1,38 +1,34 @@
 """ThinkEngineContext: built fresh for every lifecycle call; the engine's only way out.
 
-Parts that later work fills (tools, memory, processes, inbox) raise CapabilityNotAvailable when
-touched, so an engine never silently runs without them.
+Its parts are typed by the Protocols of engines/capabilities.py; the lane builds it
+(processes/lane/context.py). Parts later work fills (processes, inbox, memory) are
+`NotAvailable`: touching one raises CapabilityNotAvailable, so an engine never silently runs
+without it.
 """
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from enum import StrEnum
+from typing import Any
 
-from django.db import transaction
-
-from engines import conversation_cache
-from processes.states import CloseReason, Status
-from sessions_app.events import emit_events
-from vancetope.llm.base import (
-    Completion,
+from engines.capabilities import (
+    Conversation,
+    Events,
+    Inbox,
+    Llm,
     LlmMessage,
-    LlmProvider,
-    TextDelta,
-    ToolCall,
-    ToolSchema,
-    Usage,
+    Memory,
+    Processes,
+    ProcessView,
+    ToolHealth,
+    Tools,
 )
-
-if TYPE_CHECKING:
-    from processes.models import ThinkProcess
 
 
 class CapabilityNotAvailable(RuntimeError):
-    """An engine used a part of the context this Brain does not provide yet."""
+    """An engine used a part of the context this Brain does not provide (yet, or here)."""
 
 
 class NotAvailable:
@@ -49,238 +45,77 @@ class NotAvailable:
         return f"<ctx.{self._part}: not available>"
 
 
-class ConversationBuffer:
-    """The process's conversation: committed history plus what this call appends.
+class Outcome(StrEnum):
+    """What an engine decided about its process after a call (the lane applies it)."""
 
-    New messages are written by the lane together with consuming the pending message, in one
-    transaction; nothing rewrites earlier messages.
-    """
-
-    def __init__(self, process: ThinkProcess) -> None:
-        self._process = process
-        self._history: tuple[LlmMessage, ...] | None = None
-        self.new_messages: list[LlmMessage] = []
-
-    def history(self) -> list[LlmMessage]:
-        if self._history is None:
-            process = self._process
-            self._history = conversation_cache.get(
-                process.pk, process.conversation_epoch, process.conversation_length
-            )
-            if self._history is None:
-                self._history = self._load()
-                conversation_cache.put(process.pk, process.conversation_epoch, self._history)
-        return [*self._history, *self.new_messages]
-
-    def remember_committed(self) -> None:
-        """The lane committed the new messages: keep the whole history for the next turn."""
-        process = self._process
-        conversation_cache.put(process.pk, process.conversation_epoch, tuple(self.history()))
-
-    def _load(self) -> tuple[LlmMessage, ...]:
-        from processes.models import ConversationMessage
-
-        rows = ConversationMessage.objects.filter(process_id=self._process.pk).order_by("index")
-        return tuple(
-            LlmMessage(
-                role=row.role,  # type: ignore[arg-type]
-                content=row.content,
-                tool_calls=tuple(ToolCall(**call) for call in row.tool_calls),
-                tool_call_id=row.tool_call_id,
-            )
-            for row in rows
-        )
-
-    def append(self, message: LlmMessage) -> None:
-        self.new_messages.append(message)
-
-    def append_completion(self, completion: Completion) -> None:
-        """Store what the LLM answered (text and tool calls) as the assistant's message."""
-        self.append(
-            LlmMessage(
-                role="assistant",
-                content=completion.text,
-                tool_calls=tuple(completion.tool_calls),
-            )
-        )
+    BLOCKED = "BLOCKED"  # waits for an answer (a report, an inbox answer)
+    CLOSED = "CLOSED"  # finished; see Finish
 
 
-class EventSink:
-    """Events to the session's client, stored and pushed in the order the engine emits them.
-
-    Streamed text is coalesced: a delta goes out at once when `delta_interval` seconds have
-    passed since the sink last stored anything (so the first delta of a slow LLM is never held),
-    otherwise it is held and joined with the next ones. Held deltas go out with the next event,
-    before a tool runs (`store_held`), and at the commit. Whole messages (the assistant's
-    answer, task trees) wait for the commit, so a client never sees what a crash takes back.
-    """
-
-    def __init__(
-        self,
-        session_id: int,
-        process: ThinkProcess,
-        delta_interval: float,
-        opening: Callable[[], list[tuple[str, dict[str, Any]]]] | None = None,
-    ) -> None:
-        self._session_id = session_id
-        self._process = process
-        self._delta_interval = delta_interval
-        # Run (inside the transaction) before the first events are stored; its events go
-        # first. The lane starts its run this way (RUNNING).
-        self._opening = opening
-        self._held: list[tuple[str, dict[str, Any]]] = []
-        self._last_stored = -math.inf
-        self.after_commit: list[tuple[str, dict[str, Any]]] = []
-
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Store and push `event` now (with any held deltas before it)."""
-        self._held.append((event, data))
-        self.store_held()
-
-    def emit_after_commit(self, event: str, data: dict[str, Any]) -> None:
-        self.after_commit.append((event, data))
-
-    def chat_delta(self, text: str) -> None:
-        if self._held and self._held[-1][0] == "chat-delta":
-            event, data = self._held[-1]
-            self._held[-1] = (event, {**data, "text": data["text"] + text})
-        else:
-            self._held.append(("chat-delta", {"processId": self._process.public_id, "text": text}))
-        if time.monotonic() - self._last_stored >= self._delta_interval:
-            self.store_held()
-
-    def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
-        """A whole message; by default sent once the turn that produced it is committed."""
-        data = {"processId": self._process.public_id, "role": role, "text": text}
-        if at_once:
-            self.emit("chat-message", data)
-        else:
-            self.emit_after_commit("chat-message", data)
-
-    def task_tree(self, tree: dict[str, Any]) -> None:
-        self.emit_after_commit("task-tree", {"processId": self._process.public_id, "tree": tree})
-
-    def open(self) -> None:
-        """Run the opening, if it has not run yet (inside the caller's transaction)."""
-        opening, self._opening = self._opening, None
-        if opening is not None:
-            self._held[:0] = opening()
-
-    def store_held(self) -> None:
-        """Store and push the held events now (before anything else the client will see, and
-        before the engine waits on an LLM or a tool)."""
-        if not self._held and self._opening is None:
-            return
-        with transaction.atomic():
-            self.open()
-            held, self._held = self._held, []
-            emit_events(self._session_id, held)
-        self._last_stored = time.monotonic()
-
-    def flush(self) -> None:
-        """At the commit (inside its transaction): the held events, then the whole messages."""
-        self.open()
-        pending = [*self._held, *self.after_commit]
-        self._held, self.after_commit = [], []
-        emit_events(self._session_id, pending)
+class Finish(StrEnum):
+    DONE = "DONE"  # the goal was reached
+    FAILED = "FAILED"  # the goal cannot be reached
 
 
 @dataclass
 class TurnUsage:
+    """Tokens spent by this call, across every LLM call it made."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
-    def add(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
 
 
-class LlmAccess:
-    """Chat completion for engines: streams text deltas to the client, counts tokens, and
-    checks the lane boundary between deltas (a pause or stop ends the call early)."""
-
-    def __init__(
-        self,
-        provider: LlmProvider,
-        events: EventSink,
-        usage: TurnUsage,
-        boundary: Callable[[], None],
-    ) -> None:
-        self.provider = provider
-        self._events = events
-        self._usage = usage
-        self._boundary = boundary
-
-    def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
-    ) -> Iterator[TextDelta | ToolCall]:
-        # What the turn has to say (its start, the user's message) is out before the wait.
-        self._events.store_held()
-        for item in self.provider.stream(messages, tools):
-            if isinstance(item, Usage):
-                self._usage.add(item)
-                continue
-            yield item
-            self._boundary()
-
-    def complete(
-        self,
-        messages: list[LlmMessage],
-        tools: list[ToolSchema] | None = None,
-        *,
-        stream_to_client: bool = True,
-    ) -> Completion:
-        completion = Completion()
-        parts: list[str] = []
-        for item in self.stream(messages, tools):
-            if isinstance(item, TextDelta):
-                parts.append(item.text)
-                if stream_to_client and item.text:
-                    self._events.chat_delta(item.text)
-            else:
-                completion.tool_calls.append(item)
-        completion.text = "".join(parts)
-        return completion
+def _not_built(part: str, by: str) -> Any:
+    return field(default_factory=lambda: NotAvailable(part, f"{by} is not built yet"))
 
 
 @dataclass
 class ThinkEngineContext:
-    process: ThinkProcess
-    llm: LlmAccess
-    conversation: ConversationBuffer
-    events: EventSink
+    process: ProcessView
+    llm: Llm
+    conversation: Conversation
+    events: Events
     settings: Mapping[str, Any]
     usage: TurnUsage
+    tools: Tools
     # True for the session's chat process (its goal is not a question to answer).
     is_chat_process: bool = False
-    tools: Any = field(
-        default_factory=lambda: NotAvailable("tools", "the tool layer is not built yet")
-    )
-    memory: Any = field(
-        default_factory=lambda: NotAvailable("memory", "memory and RAG are not built yet")
-    )
-    processes: Any = field(
-        default_factory=lambda: NotAvailable("processes", "child processes are not built yet")
-    )
-    inbox: Any = field(default_factory=lambda: NotAvailable("inbox", "the inbox is not built yet"))
+    tool_health: ToolHealth = _not_built("tool_health", "tool health outside agrajag")
+    processes: Processes = _not_built("processes", "child processes")
+    inbox: Inbox = _not_built("inbox", "the inbox")
+    memory: Memory = _not_built("memory", "memory and RAG")
     # Appends a message to the process's own pending queue, so the lane runs a turn on it
     # after this call (e.g. a goal whose tools wait on the client must not block the caller).
     queue_turn: Callable[[str], None] | None = None
     # What the engine decided about the process's status after this call (None: keep going).
-    outcome: Status | None = None
-    close_reason: CloseReason | None = None
+    outcome: Outcome | None = None
+    finish_reason: Finish | None = None
 
-    def finish(self, reason: CloseReason = CloseReason.DONE) -> None:
+    def system_prompt(self) -> str:
+        """The prompt prefix: the recipe's, or else the engine's default system prompt."""
+        return str(self.settings.get("promptPrefix") or self.settings.get("systemPrompt", ""))
+
+    def prompt(self, *extra: LlmMessage) -> list[LlmMessage]:
+        """The system prompt (if any), the conversation so far, then `extra`."""
+        system = self.system_prompt()
+        head = [LlmMessage(role="system", content=system)] if system else []
+        return [*head, *self.conversation.history(), *extra]
+
+    def finish(self, reason: Finish = Finish.DONE) -> None:
         """The goal is reached (or failed): the process closes after this call."""
-        self.outcome = Status.CLOSED
-        self.close_reason = reason
+        self.outcome = Outcome.CLOSED
+        self.finish_reason = reason
+
+    def block(self) -> None:
+        """Wait for an answer: the process goes BLOCKED after this call."""
+        self.outcome = Outcome.BLOCKED
 
     def defer_turn(self, text: str) -> None:
         """Run a turn on `text` in the process's lane after this call returns."""
         if self.queue_turn is None:
             raise CapabilityNotAvailable("ctx.defer_turn is not available in this context")
         self.queue_turn(text)
-
-    def block(self) -> None:
-        """Wait for an answer (inbox): the process goes BLOCKED after this call."""
-        self.outcome = Status.BLOCKED

@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
-from processes import services
+from processes.actions import lifecycle
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from sessions_app.models import SessionEvent
 from vancetope.errors import BrainError
@@ -163,10 +163,10 @@ class ThinkProcessAdmin(admin.ModelAdmin):
     ]
     inlines = [PendingInline, TransitionInline, ConversationInline]
     actions = [
-        lifecycle_action(services.resume_process, "resume"),
-        lifecycle_action(services.pause_process, "pause"),
-        lifecycle_action(services.stop_process, "stop"),
-        lifecycle_action(services.reset_process, "reset"),
+        lifecycle_action(lifecycle.resume_process, "resume"),
+        lifecycle_action(lifecycle.pause_process, "pause"),
+        lifecycle_action(lifecycle.stop_process, "stop"),
+        lifecycle_action(lifecycle.reset_process, "reset"),
     ]
 
     @admin.display(description="task tree")
@@ -204,7 +204,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # processes are spawned by sessions (services.create_process), never by hand
+        return False  # processes are spawned by sessions (processes.actions.create), never by hand
 
     def save_model(
         self,

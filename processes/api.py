@@ -8,7 +8,9 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from processes import services
+from processes import queries
+from processes.actions import lifecycle
+from processes.actions.steer import steer_process
 from processes.presenters import process_data, process_detail
 from processes.states import Status
 from vancetope.api import paginated
@@ -34,7 +36,7 @@ class ProcessViewSet(viewsets.ViewSet):
         responses={200: dict},
     )
     def list(self, request: Request) -> Response:
-        rows = services.visible_processes(request.user)
+        rows = queries.visible_processes(request.user)
         params = request.query_params
         if "session" in params:
             try:
@@ -65,7 +67,7 @@ class ProcessViewSet(viewsets.ViewSet):
 
     def _process(self, request: Request, process_id: str):  # type: ignore[no-untyped-def]
         pk = parse_public_id("tp", process_id, "process")
-        return services.get_visible_process(request.user, pk)
+        return queries.get_visible_process(request.user, pk)
 
     def _lifecycle(self, request: Request, process_id: str, call) -> Response:  # type: ignore[no-untyped-def]
         process = self._process(request, process_id)
@@ -74,27 +76,27 @@ class ProcessViewSet(viewsets.ViewSet):
     @extend_schema(request=None, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
     def start(self, request: Request, process_id: str) -> Response:
-        return self._lifecycle(request, process_id, services.start_process)
+        return self._lifecycle(request, process_id, lifecycle.start_process)
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, process_id: str) -> Response:
-        return self._lifecycle(request, process_id, services.pause_process)
+        return self._lifecycle(request, process_id, lifecycle.pause_process)
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, process_id: str) -> Response:
-        return self._lifecycle(request, process_id, services.resume_process)
+        return self._lifecycle(request, process_id, lifecycle.resume_process)
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
     def stop(self, request: Request, process_id: str) -> Response:
-        return self._lifecycle(request, process_id, services.stop_process)
+        return self._lifecycle(request, process_id, lifecycle.stop_process)
 
     @extend_schema(request=None, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
     def reset(self, request: Request, process_id: str) -> Response:
-        return self._lifecycle(request, process_id, services.reset_process)
+        return self._lifecycle(request, process_id, lifecycle.reset_process)
 
     @extend_schema(request=SteerInput, responses={200: dict, 409: dict})
     @action(detail=True, methods=["post"])
@@ -102,5 +104,5 @@ class ProcessViewSet(viewsets.ViewSet):
         process = self._process(request, process_id)
         body = SteerInput(data=request.data)
         body.is_valid(raise_exception=True)
-        steered = services.steer_process(process.pk, body.validated_data["message"])
+        steered = steer_process(process.pk, body.validated_data["message"])
         return Response({"processId": process.public_id, "pending": steered.pending})

@@ -1,7 +1,7 @@
 """Process statuses and the one transition table (ARCHITECTURE §4).
 
-Every change of a process's status goes through `check_call`; a call the table does not allow
-raises Conflict (409) before anything is changed.
+Every change of a process's status is applied by `processes.transitions`, which checks it here
+first; a call the table does not allow raises Conflict (409) before anything is changed.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class Call(StrEnum):
     TURN_END = "turn-end"
     # Internal: the process's engine is gone or incompatible.
     EXPIRE = "expire"
+    # Internal: a lane left RUNNING by a dead worker (its lease ended) goes back to IDLE.
+    RECOVER = "recover"
 
 
 ALL = frozenset(Status.values)
@@ -75,6 +77,7 @@ TRANSITIONS: dict[Call, Rule] = {
     Call.TURN: Rule(frozenset({Status.IDLE, Status.BLOCKED}), Status.RUNNING),
     Call.TURN_END: Rule(frozenset({Status.RUNNING}), None),
     Call.EXPIRE: Rule(ALL - {Status.CLOSED}, Status.CLOSED),
+    Call.RECOVER: Rule(frozenset({Status.RUNNING}), Status.IDLE),
 }
 
 # Statuses in which a new pending message wakes the lane (PAUSED/SUSPENDED wait for resume).

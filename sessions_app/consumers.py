@@ -25,7 +25,9 @@ from django.db import close_old_connections
 from pydantic import BaseModel, ValidationError
 
 from engines.registry import all_engines
-from processes import services as processes
+from processes import queries
+from processes.actions import create, lifecycle
+from processes.actions import steer as steering
 from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
@@ -320,7 +322,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
         )
 
     async def on_chat(self, frame: p.Chat) -> None:
-        steered = await call_service(processes.send_chat, self._bound_session_id(), frame.data.text)
+        steered = await call_service(steering.send_chat, self._bound_session_id(), frame.data.text)
         await self.reply(
             frame.id,
             "chat-accepted",
@@ -333,9 +335,9 @@ class BrainConsumer(AsyncWebsocketConsumer):
         parent = None
         if data.parentId:
             parent_pk = parse_public_id("tp", data.parentId, "process")
-            parent = await call_service(processes.get_visible_process, self.user, parent_pk)
+            parent = await call_service(queries.get_visible_process, self.user, parent_pk)
         process = await call_service(
-            processes.create_process,
+            create.create_process,
             session,
             goal=data.goal,
             engine=data.thinkEngine,
@@ -348,13 +350,13 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def _visible_process_pk(self, public_id: str) -> int:
         pk = parse_public_id("tp", public_id, "process")
-        await call_service(processes.get_visible_process, self.user, pk)
+        await call_service(queries.get_visible_process, self.user, pk)
         return pk
 
     async def on_process_start(self, frame: p.ProcessLifecycle) -> None:
         pk = await self._visible_process_pk(frame.data.processId)
         service_name, reply_type = LIFECYCLE_REPLIES[frame.type]
-        process = await call_service(getattr(processes, service_name), pk)
+        process = await call_service(getattr(lifecycle, service_name), pk)
         await self.reply(frame.id, reply_type, {"process": process_data(process)})
 
     on_process_pause = on_process_start
@@ -364,7 +366,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def on_process_get(self, frame: p.ProcessLifecycle) -> None:
         pk = parse_public_id("tp", frame.data.processId, "process")
-        process = await call_service(processes.get_visible_process, self.user, pk)
+        process = await call_service(queries.get_visible_process, self.user, pk)
         detail = await call_service(process_detail, process)
         await self.reply(frame.id, "process", {"process": detail})
 
@@ -385,7 +387,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
                 run = list(same_process)
                 try:
                     steered = await call_service(
-                        processes.steer_many, pk, [steer.message for steer in run], user=self.user
+                        steering.steer_many, pk, [steer.message for steer in run], user=self.user
                     )
                 except Exception as exc:
                     error = as_brain_error(exc, "steer failed")
@@ -406,7 +408,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def on_process_list(self, frame: p.ProcessList) -> None:
         def listing() -> list[dict[str, Any]]:
-            rows = processes.visible_processes(self.user)
+            rows = queries.visible_processes(self.user)
             if self.session_id is not None:
                 rows = rows.filter(session_id=self.session_id)
             if frame.data.status:

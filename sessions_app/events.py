@@ -20,8 +20,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.models import Session, SessionEvent
-from vancetope import fastsql
-from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
+from vancetope.infra import fastsql
+from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 
 log = logging.getLogger(__name__)
 

@@ -123,3 +123,20 @@ class SessionEvent(models.Model):
     def frame_text(self) -> str:
         """The frame as the socket sends it (JSON text)."""
         return json.dumps(self.as_frame())
+
+
+class SessionTransition(models.Model):
+    """One change of a session's status, written by sessions_app.transitions with the change."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="transitions")
+    call = models.CharField(max_length=16)
+    from_status = models.CharField(max_length=16)
+    to_status = models.CharField(max_length=16)
+    cause = models.CharField(max_length=16, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["session", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}: {self.from_status} -{self.call}-> {self.to_status}"

@@ -11,15 +11,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from processes import services as processes
+from processes.actions import lifecycle
+from processes.actions.create import create_process
 from processes.models import ThinkProcess
 from processes.states import Status
 from recipes_app.services import resolve_recipe
-from sessions_app.events import emit_event, events_since
+from sessions_app import transitions
+from sessions_app.events import events_since
 from sessions_app.models import (
     HUMAN_CLIENT_TYPES,
     ClientType,
@@ -29,10 +32,15 @@ from sessions_app.models import (
     SessionStatus,
     SuspendCause,
 )
-from vancetope import fastsql
 from vancetope.errors import Conflict, NotFound
+from vancetope.infra import fastsql
+from vancetope.tenancy.models import Project, ProjectMembership
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import fail_outstanding_client_calls
+from vancetope.tools.models import ServiceSession
+
+# The owner of system sessions (cron, webhooks, service engines): never logs in.
+SYSTEM_USERNAME = "_system"
 
 # What happens on disconnect when neither the client nor the recipe says: people's clients
 # keep their work resumable; system clients run once and close.
@@ -112,10 +120,10 @@ def create_session(
             os_user=fp.os_user,
             client_tools=tools or [],
         )
-        chat = processes.create_process(session, recipe=chat_recipe.name, start=False)
+        chat = create_process(session, recipe=chat_recipe.name, start=False)
         session.chat_process = chat
         session.save(update_fields=["chat_process"])
-    processes.start_process(chat.pk)
+    lifecycle.start_process(chat.pk)
     session.refresh_from_db()
     return session
 
@@ -140,26 +148,27 @@ def resume_session(
             error="fingerprint-mismatch",
         )
     drift = bool(session.working_dir) and fingerprint.working_dir != session.working_dir
-    was_suspended = session.status == SessionStatus.SUSPENDED
     # The fingerprint stored at the first bind stays the reference: a client that comes back
     # to the original directory after a drifted one finds its processes as it left them.
-    Session.objects.filter(pk=session.pk).update(
-        status=SessionStatus.OPEN,
-        suspend_cause="",
-        working_dir=session.working_dir or fingerprint.working_dir,
-        user_home=session.user_home or fingerprint.user_home,
-        os_user=session.os_user or fingerprint.os_user,
-        last_activity_at=timezone.now(),
-    )
-    if was_suspended:
-        emit_event(session.pk, "session-status", {"status": SessionStatus.OPEN})
+    bind = {
+        "working_dir": session.working_dir or fingerprint.working_dir,
+        "user_home": session.user_home or fingerprint.user_home,
+        "os_user": session.os_user or fingerprint.os_user,
+        "last_activity_at": timezone.now(),
+    }
+    if session.status == SessionStatus.SUSPENDED:
+        if not transitions.apply(session, transitions.SessionCall.RESUME, changes=bind):
+            raise Conflict(f"session {session.public_id} changed meanwhile; try again")
+    else:
+        # Already OPEN (another socket of the same client): a rebind, not a status change.
+        Session.objects.filter(pk=session.pk).update(**bind)
     suspended = session.processes.filter(status=Status.SUSPENDED)
     if drift:
         # Client tools would now point at another directory: the user decides per process.
         suspended.update(context_drift=True)
     else:
         for process_id in suspended.values_list("pk", flat=True):
-            processes.resume_process(process_id)
+            lifecycle.resume_process(process_id)
     session.refresh_from_db()
     missed = events_since(session.pk, since_seq) if since_seq is not None else []
     return Resumed(session, list(session.processes.order_by("pk")), missed)
@@ -180,30 +189,28 @@ def close_session(session_id: int) -> Session:
         return session
     for process_id in session.processes.exclude(status=Status.CLOSED).values_list("pk", flat=True):
         try:
-            processes.stop_process(process_id)
+            lifecycle.stop_process(process_id)
         except Conflict:
             continue  # closed meanwhile
-    Session.objects.filter(pk=session_id).update(
-        status=SessionStatus.CLOSED, closed_at=timezone.now()
-    )
-    emit_event(session_id, "session-status", {"status": SessionStatus.CLOSED})
+    session.refresh_from_db()
+    if session.status != SessionStatus.CLOSED:
+        transitions.apply(session, transitions.SessionCall.CLOSE)
     session.refresh_from_db()
     return session
 
 
 def suspend_session(session_id: int, cause: SuspendCause) -> Session:
     """Suspend the session and cascade suspend to every process that can be suspended."""
-    updated = Session.objects.filter(pk=session_id, status=SessionStatus.OPEN).update(
-        status=SessionStatus.SUSPENDED, suspend_cause=cause
-    )
-    if updated:
-        emit_event(session_id, "session-status", {"status": SessionStatus.SUSPENDED})
+    session = Session.objects.get(pk=session_id)
+    if session.status != SessionStatus.OPEN:
+        return session
+    if transitions.apply(session, transitions.SessionCall.SUSPEND, cause=cause):
         open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
             status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]
         )
         for process_id in open_processes.values_list("pk", flat=True):
             try:
-                processes.suspend_process(process_id)
+                lifecycle.suspend_process(process_id)
             except Conflict:
                 continue  # its status changed meanwhile; suspend is then not needed
     return Session.objects.get(pk=session_id)
@@ -244,3 +251,38 @@ def suspend_idle_sessions(now: datetime | None = None) -> int:
             suspend_session(session_id, SuspendCause.IDLE)
         handled += 1
     return handled
+
+
+def system_user() -> Any:
+    users = get_user_model()
+    user, _ = users.objects.get_or_create(
+        username=SYSTEM_USERNAME, defaults={"is_active": False, "first_name": SYSTEM_USERNAME}
+    )
+    return user
+
+
+def system_session(project: Project, service: str) -> Session:
+    """The open system session of a service in a project, made (or reopened) when needed:
+    opened through `create_session`, as every client's session is."""
+    link = (
+        ServiceSession.objects.select_related("session")
+        .filter(project=project, service=service)
+        .first()
+    )
+    if link is not None and link.session.status == SessionStatus.OPEN:
+        return link.session
+    user = system_user()
+    ProjectMembership.objects.get_or_create(user=user, project=project)
+    if link is not None and link.session.status == SessionStatus.SUSPENDED:
+        return resume_session(user, link.session.pk, FingerprintData(machine_id=""), None).session
+    session = create_session(
+        user,
+        client_type=ClientType.CRON,
+        project_id=project.public_id,
+        on_disconnect=DisconnectPolicy.KEEP_OPEN,
+        system=True,
+    )
+    ServiceSession.objects.update_or_create(
+        project=project, service=service, defaults={"session": session}
+    )
+    return session

@@ -19,7 +19,7 @@ from django.db import connection
 from django.test import Client
 from rest_framework.test import APIClient
 
-from processes.worker import shutdown_worker
+from processes.lane.worker import shutdown_worker
 from recipes_app.services import sync_bundled_recipes
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
@@ -68,7 +68,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     deletes the database while other threads' connections were open; remove them, so runs do
     not pile files up in var/."""
     database = django_settings.DATABASES["default"]
-    if database["ENGINE"] != "vancetope.sqlite_backend":
+    if database["ENGINE"] != "vancetope.infra.sqlite_backend":
         return
     name = Path(database["TEST"]["NAME"])
     if not name.exists():

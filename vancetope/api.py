@@ -121,7 +121,7 @@ def _check_channel_layer() -> str:
 
 def _check_broker() -> str:
     if settings.VANCETOPE_WORKER == "inprocess":
-        from processes.worker import is_stopping
+        from processes.lane.worker import is_stopping
 
         if is_stopping():
             raise RuntimeError("in-process worker is shutting down")

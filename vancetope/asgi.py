@@ -16,27 +16,9 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from sessions_app.auth import TokenAuthMiddleware, origin_validator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from vancetope.infra.autobahn_logging import plain_autobahn_log_arguments  # noqa: E402
 
-
-def _plain_autobahn_log_arguments() -> None:
-    """autobahn (daphne's WebSocket library) builds the arguments of its debug log lines, a
-    qualified name via inspect and click colours, for every frame it sends and receives,
-    whether debug logging is on or not: about a tenth of the server loop's time in a chat. Its
-    helpers for that now hand the values to the log as they are."""
-    try:
-        from autobahn.twisted import websocket as twisted_websocket
-        from autobahn.websocket import protocol
-    except ImportError:  # another ASGI server
-        return
-
-    def as_is(value: object) -> object:
-        return value
-
-    for module in (protocol, twisted_websocket):
-        module.hltype = module.hlval = as_is  # type: ignore[attr-defined]
-
-
-_plain_autobahn_log_arguments()
+plain_autobahn_log_arguments()
 
 application = ProtocolTypeRouter(
     {

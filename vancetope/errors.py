@@ -52,3 +52,9 @@ class TooLarge(BrainError):
 class Unavailable(BrainError):
     code = 503
     error = "unavailable"
+
+
+class TurnControl(Exception):  # noqa: N818 (not an error: a signal to leave the turn)
+    """Not an error: the turn must end at this boundary (an interrupt arrived, or the lane's
+    lease was lost). Kernels that run code inside a turn (tools) let it pass untouched; the
+    lane (processes/lane/) raises and handles its subclasses."""

@@ -104,7 +104,7 @@ if DATABASE_URL:
     }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The stock backend, with the health check skipped for a connection that just worked.
-        DATABASES["default"]["ENGINE"] = "vancetope.postgresql_backend"
+        DATABASES["default"]["ENGINE"] = "vancetope.infra.postgresql_backend"
         # Parameters travel apart from the SQL, and psycopg prepares a statement on the server
         # once a connection has run it this often: a turn repeats the same twenty statements.
         # 0 turns preparing off, for a connection pooler that cannot keep prepared statements.
@@ -116,7 +116,7 @@ else:
     DATABASES = {
         "default": {
             # The stock SQLite backend, with writers of this process queued in Python.
-            "ENGINE": "vancetope.sqlite_backend",
+            "ENGINE": "vancetope.infra.sqlite_backend",
             "NAME": str(VAR_DIR / "brain.sqlite3"),
             # Lane threads and the ASGI executor threads live long: each keeps its connection
             # instead of opening (and setting up WAL on) a new one for every turn.
@@ -145,7 +145,7 @@ CHANNEL_CAPACITY = env_int("VANCETOPE_CHANNEL_CAPACITY", 1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "vancetope.redis_channel_layer.RedisChannelLayer",
+            "BACKEND": "vancetope.infra.redis_channel_layer.RedisChannelLayer",
             "CONFIG": {
                 "hosts": [REDIS_URL],
                 "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt"),
@@ -156,7 +156,7 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "vancetope.channel_layer.ThreadSafeInMemoryChannelLayer",
+            "BACKEND": "vancetope.infra.channel_layer.ThreadSafeInMemoryChannelLayer",
             "CONFIG": {"capacity": CHANNEL_CAPACITY},
         }
     }
@@ -171,7 +171,7 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 # Celery closes every database connection before and after each task unless this is set; a
 # turn would then start with a new PostgreSQL connection. Connections are kept instead (and
-# dropped by Django's CONN_MAX_AGE and health checks, see processes.tasks).
+# dropped by Django's CONN_MAX_AGE and health checks, see processes/lane/tasks.py).
 CELERY_DB_REUSE_MAX = env_int("CELERY_DB_REUSE_MAX", 100_000)
 # A lane task is idempotent (it only drains what is pending, under a fenced lease), so it is
 # acknowledged late: a worker killed mid-turn leaves the task on the broker for another worker.

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from processes import services
+from processes import queries
 from processes.presenters import process_detail
 from processes.states import Status
 from vancetope.errors import NotFound
@@ -23,7 +23,7 @@ LIST_LIMIT = 200
 @login_required
 def process_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
-    rows = services.visible_processes(request.user).order_by("-pk")
+    rows = queries.visible_processes(request.user).order_by("-pk")
     error = ""
     if status and status not in Status.values:
         error = f"status must be one of {', '.join(Status.values)}, not {status!r}"
@@ -44,7 +44,7 @@ def process_list(request: HttpRequest) -> HttpResponse:
 def process_detail_page(request: HttpRequest, process_id: str) -> HttpResponse:
     try:
         pk = parse_public_id("tp", process_id, "process")
-        process = services.get_visible_process(request.user, pk)
+        process = queries.get_visible_process(request.user, pk)
     except NotFound as exc:
         # The same answer for "no such process" and "another tenant's": nothing leaks.
         raise Http404(exc.message) from exc

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 from typing_extensions import override
 
 from engines.base import ThinkEngine
+from engines.capabilities import LlmMessage
+from engines.context import Finish
 from engines.registry import register_engine
-from processes.states import CloseReason
-from vancetope.llm.base import LlmMessage
-from vancetope.tools.checker import Classification, classify
-from vancetope.tools.health import finish_diagnosis, write_tool_health
-from vancetope.tools.models import HealthStatus, Safety, ToolDiagnosis, ToolHealth
 
 if TYPE_CHECKING:
+    from engines.capabilities import ProcessView
     from engines.context import ThinkEngineContext
-    from processes.models import PendingMessage, ThinkProcess
+    from engines.messages import PendingMessage
 
 WRITER = "tool_health_write"
 PROBE = "tool_probe"
+# The checker's verdict for an error no rule explains.
+AMBIGUOUS = "ambiguous"
 
 
 @register_engine
@@ -48,25 +48,20 @@ class Agrajag(ThinkEngine):
     }
 
     @override
-    def start(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:
+    def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         # Spawned with a diagnosis, it waits for its CONTROL message (so the turn runs on a
         # worker, not in the failing tool's lane); without one there is nothing to do.
         if not ctx.settings.get("tool"):
-            ctx.finish(CloseReason.DONE)
+            ctx.finish(Finish.DONE)
 
     @override
-    def steer(
-        self, process: ThinkProcess, ctx: ThinkEngineContext, message: PendingMessage
-    ) -> None:
+    def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
         tool = str(ctx.settings.get("tool") or "")
         diagnosis_id = int(ctx.settings.get("diagnosisId") or 0)
         if not tool:
-            ctx.finish(CloseReason.DONE)
+            ctx.finish(Finish.DONE)
             return
-        diagnosis = ToolDiagnosis.objects.filter(pk=diagnosis_id).first()
-        failures = (
-            f"{diagnosis.failures} failure(s), last: {diagnosis.last_error}" if diagnosis else ""
-        )
+        failures = ctx.tool_health.failures(diagnosis_id)
         probe = ctx.tools.invoke(
             PROBE, {"tool": tool, "arguments": ctx.settings.get("probeArguments") or {}}
         )
@@ -76,38 +71,27 @@ class Agrajag(ThinkEngine):
         if not written:
             answer = probe.data if isinstance(probe.data, dict) else {}
             probe_ok = probe.ok and bool(answer.get("ok"))
-            status, classification = self._verdict(probe_ok, str(answer.get("error", probe.error)))
-            write_tool_health(
-                project_id=process.session.project_id,
-                tool=tool,
-                status=status,
-                classification=classification,
-                evidence=evidence,
-                checked_by=process,
-            )
-        if diagnosis is not None:
-            finish_diagnosis(diagnosis.pk)
-        health = ToolHealth.objects.get(project_id=process.session.project_id, tool=tool)
+            error = str(answer.get("error", probe.error))
+            status, classification = self._verdict(ctx, probe_ok, error)
+            ctx.tool_health.write(tool, status, classification, evidence)
+        if diagnosis_id:
+            ctx.tool_health.finish(diagnosis_id)
+        status, classification = ctx.tool_health.current(tool)
         process.engine_state = {
             **process.engine_state,
             "tool": tool,
-            "status": health.status,
-            "classification": health.classification,
+            "status": status,
+            "classification": classification,
         }
-        ctx.finish(CloseReason.DONE)
+        ctx.finish(Finish.DONE)
 
-    def _judge(self, process: ThinkProcess, ctx: ThinkEngineContext, tool: str) -> bool:
+    def _judge(self, process: ProcessView, ctx: ThinkEngineContext, tool: str) -> bool:
         """Let the LLM read the evidence; True once it wrote the tool's health itself."""
-        system = str(ctx.settings.get("promptPrefix") or ctx.settings.get("systemPrompt", ""))
         schemas = [s for s in ctx.tools.schemas() if s.name == WRITER] + ctx.tools.schemas(
-            safety=Safety.SAFE_PROBE
+            safety="SAFE_PROBE"
         )
         for _ in range(int(ctx.settings.get("maxSteps", 3))):
-            completion = ctx.llm.complete(
-                [LlmMessage(role="system", content=system), *ctx.conversation.history()],
-                schemas,
-                stream_to_client=False,
-            )
+            completion = ctx.llm.complete(ctx.prompt(), schemas, stream_to_client=False)
             ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 return False
@@ -118,10 +102,10 @@ class Agrajag(ThinkEngine):
         return False
 
     @staticmethod
-    def _verdict(probe_ok: bool, error: str) -> tuple[HealthStatus, str]:
+    def _verdict(ctx: ThinkEngineContext, probe_ok: bool, error: str) -> tuple[str, str]:
         if probe_ok:
-            return HealthStatus.UP, "transient"
-        classification = classify(error)
-        if classification == Classification.AMBIGUOUS:
-            return HealthStatus.DOWN, "unknown"
-        return HealthStatus.DOWN, str(classification)
+            return "UP", "transient"
+        classification = ctx.tool_health.classify(error)
+        if classification == AMBIGUOUS:
+            return "DOWN", "unknown"
+        return "DOWN", classification

@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
-from engines.base import ParentReport, ThinkEngine
+from engines.base import Summary, ThinkEngine
+from engines.capabilities import LlmMessage
+from engines.context import Finish
 from engines.registry import register_engine
-from processes.states import CloseReason
-from vancetope.llm.base import LlmMessage
-from vancetope.tools.models import Location
 
 if TYPE_CHECKING:
+    from engines.capabilities import ProcessView
     from engines.context import ThinkEngineContext
-    from processes.models import PendingMessage, ThinkProcess
+    from engines.messages import PendingMessage
 
 
 @register_engine
@@ -44,27 +44,23 @@ class Frankie(ThinkEngine):
     }
 
     @override
-    def start(self, process: ThinkProcess, ctx: ThinkEngineContext) -> None:
+    def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         if not process.goal or ctx.is_chat_process:
             return
         # A goal whose tools wait on the session's client runs in the lane, so whoever
         # started the process (often that very client's socket) is not blocked meanwhile.
-        if any(tool.location == Location.CLIENT for tool in ctx.tools.pool().values()):
+        if ctx.tools.needs_client():
             ctx.defer_turn(process.goal)
             return
         self._run(process, ctx, process.goal)
 
     @override
-    def steer(
-        self, process: ThinkProcess, ctx: ThinkEngineContext, message: PendingMessage
-    ) -> None:
-        self._run(process, ctx, message.text)
+    def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
+        self._run(process, ctx, message.prompt_text())
 
-    def _run(self, process: ThinkProcess, ctx: ThinkEngineContext, text: str) -> None:
+    def _run(self, process: ProcessView, ctx: ThinkEngineContext, text: str) -> None:
         ctx.conversation.append(LlmMessage(role="user", content=text))
         ctx.events.chat_message("user", text, at_once=True)
-        system = str(ctx.settings.get("promptPrefix") or ctx.settings.get("systemPrompt", ""))
-        prompt = [LlmMessage(role="system", content=system)] if system else []
         tools = ctx.tools.schemas()
         max_steps = int(ctx.settings.get("maxSteps", 8))
         max_tokens = int(ctx.settings.get("maxTokens", 100_000))
@@ -73,7 +69,7 @@ class Frankie(ThinkEngine):
             if step and ctx.usage.prompt_tokens + ctx.usage.completion_tokens >= max_tokens:
                 outcome, answer = "budget-exhausted", f"Token budget of {max_tokens} exhausted."
                 break
-            completion = ctx.llm.complete([*prompt, *ctx.conversation.history()], tools or None)
+            completion = ctx.llm.complete(ctx.prompt(), tools or None)
             ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 answer = completion.text
@@ -87,10 +83,10 @@ class Frankie(ThinkEngine):
         ctx.events.chat_message("assistant", answer)
         process.engine_state = {**process.engine_state, "result": answer, "outcome": outcome}
         if not ctx.is_chat_process:
-            ctx.finish(CloseReason.DONE)
+            ctx.finish(Finish.DONE)
 
     @override
-    def summarize_for_parent(self, process: ThinkProcess, event: str) -> ParentReport:
+    def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
         result = str(process.engine_state.get("result", ""))
         outcome = str(process.engine_state.get("outcome", event))
         if not result:
@@ -101,6 +97,4 @@ class Frankie(ThinkEngine):
             "outcome": outcome,
             "result": result,
         }
-        return ParentReport(
-            human_summary=f"**{process.goal}** ({outcome})\n\n{result}", payload=payload
-        )
+        return Summary(human_summary=f"**{process.goal}** ({outcome})\n\n{result}", payload=payload)

@@ -12,7 +12,9 @@ from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 
-from processes import services
+from processes.actions.create import create_process
+from processes.actions.lifecycle import pause_process, suspend_process
+from processes.actions.steer import steer_process
 from processes.admin import ThinkProcessAdmin
 from processes.models import ThinkProcess
 from processes.states import Status
@@ -43,8 +45,8 @@ def world(alice: Tenancy) -> dict[str, Any]:
     )
     person = open_session(alice)
     cron = open_session(alice, "cron", system=True)
-    service = services.create_process(cron, goal="sweep", recipe="sweeper")
-    waiting = services.create_process(person, goal="later", engine="ford", start=False)
+    service = create_process(cron, goal="sweep", recipe="sweeper")
+    waiting = create_process(person, goal="later", engine="ford", start=False)
     return {"person": person, "cron": cron, "service": service, "waiting": waiting}
 
 
@@ -155,8 +157,8 @@ def test_process_page_shows_pending_messages_and_transitions(operator, alice):
     # given a paused chat process with a message waiting
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.pause_process(chat_id)
-    services.steer_process(chat_id, "remember the milk")
+    pause_process(chat_id)
+    steer_process(chat_id, "remember the milk")
     # when
     response = operator.get(reverse("admin:processes_thinkprocess_change", args=[chat_id]))
     # then
@@ -249,7 +251,7 @@ def test_editing_a_process_keeps_what_a_lane_committed_meanwhile(operator, alice
 
 def test_resume_action_resumes_a_suspended_process(operator, alice):
     session = open_session(alice)
-    process = services.suspend_process(session.chat_process_id)
+    process = suspend_process(session.chat_process_id)
     assert process.status == Status.SUSPENDED
     # when
     shown = run_action(operator, "resume_processes", process)
@@ -279,7 +281,7 @@ def test_resume_action_on_an_idle_process_warns_with_the_409_and_changes_nothing
 def test_an_action_on_several_processes_reports_each(operator, alice):
     first = open_session(alice)
     second = open_session(alice)
-    paused = services.pause_process(first.chat_process_id)
+    paused = pause_process(first.chat_process_id)
     idle = ThinkProcess.objects.get(pk=second.chat_process_id)
     # when
     shown = run_action(operator, "stop_processes", paused, idle)

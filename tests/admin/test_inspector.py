@@ -10,7 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from processes import services
+from processes.actions.create import create_process
+from processes.actions.lifecycle import pause_process
+from processes.actions.steer import steer_process
 from processes.models import ThinkProcess
 from recipes_app.admin import known_tool_names
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
@@ -44,7 +46,7 @@ def test_service_processes_of_system_sessions_are_found_by_system_category_engin
     )
     open_session(alice)
     cron = open_session(alice, "cron", system=True)
-    service = services.create_process(cron, goal="sweep", recipe="sweeper")
+    service = create_process(cron, goal="sweep", recipe="sweeper")
     query = {
         "session__system__exact": "1",
         "category": "service",
@@ -88,8 +90,8 @@ def test_process_page_says_when_there_is_no_task_tree(operator, alice):
 def test_process_page_shows_the_pending_queue_and_recent_events_of_its_session(operator, alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.pause_process(chat_id)
-    services.steer_process(chat_id, "look at the queue")
+    pause_process(chat_id)
+    steer_process(chat_id, "look at the queue")
     emit_event(session.pk, "notification", {"text": "operator, see me", "level": "info"})
     # when
     page = process_page(operator, chat_id)

@@ -6,7 +6,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from processes import services
+from processes.actions import lifecycle
+from processes.actions.create import create_process
+from processes.actions.lifecycle import pause_process
+from processes.actions.steer import steer_process
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
@@ -96,8 +99,7 @@ def test_list_is_paginated_by_limit_and_offset_newest_first(alice):
     # given a chat process and three more
     session = open_session(alice)
     spawned = [
-        services.create_process(session, goal=f"job {n}", engine="ford", start=False)
-        for n in range(3)
+        create_process(session, goal=f"job {n}", engine="ford", start=False) for n in range(3)
     ]
     newest_first = [p.public_id for p in reversed(spawned)] + [f"tp_{session.chat_process_id}"]
     api = alice.api()
@@ -132,7 +134,7 @@ def test_list_filters_by_status_session_and_engine(alice):
     # given two sessions, one with a process that was not started
     first = open_session(alice)
     second = open_session(alice)
-    waiting = services.create_process(second, goal="later", engine="ford", start=False)
+    waiting = create_process(second, goal="later", engine="ford", start=False)
     api = alice.api()
     # when
     by_status = api.get("/api/processes", {"status": "INIT"})
@@ -166,7 +168,7 @@ def test_a_malformed_session_filter_is_a_400(alice):
 
 def test_detail_includes_conversation_pending_count_and_task_tree(alice):
     session = open_session(alice)
-    process = services.create_process(session, goal="what is 6 x 7?", engine="ford")
+    process = create_process(session, goal="what is 6 x 7?", engine="ford")
     # when
     response = alice.api().get(f"/api/processes/{process.public_id}")
     # then
@@ -186,9 +188,9 @@ def test_detail_includes_conversation_pending_count_and_task_tree(alice):
 def test_detail_counts_messages_waiting_while_paused(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.pause_process(chat_id)
-    services.steer_process(chat_id, "one")
-    services.steer_process(chat_id, "two")
+    pause_process(chat_id)
+    steer_process(chat_id, "one")
+    steer_process(chat_id, "two")
     # when
     response = alice.api().get(f"/api/processes/tp_{chat_id}")
     # then
@@ -198,7 +200,7 @@ def test_detail_counts_messages_waiting_while_paused(alice):
 
 def test_detail_can_be_limited_to_the_last_messages(alice):
     session = open_session(alice)
-    process = services.create_process(session, goal="hello", engine="ford")
+    process = create_process(session, goal="hello", engine="ford")
     api = alice.api()
     # when
     last = api.get(f"/api/processes/{process.public_id}", {"messages": 1})
@@ -264,7 +266,7 @@ def test_service_processes_are_not_listed_nor_shown(alice):
         tenant=alice.tenant,
     )
     session = open_session(alice)
-    service = services.create_process(session, goal="sweep", recipe="sweeper")
+    service = create_process(session, goal="sweep", recipe="sweeper")
     assert service.category == "service"
     api = alice.api()
     # when
@@ -311,7 +313,7 @@ def test_lifecycle_commands_answer_with_the_process_in_its_new_status(alice):
 def test_steer_on_a_paused_process_is_accepted_and_waits(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.pause_process(chat_id)
+    pause_process(chat_id)
     # when
     response = alice.api().post(
         f"/api/processes/tp_{chat_id}/steer", {"message": "focus on 2024"}, format="json"
@@ -377,7 +379,7 @@ def test_an_illegal_lifecycle_command_is_a_409_and_changes_nothing(alice, setup,
     session = open_session(alice)
     chat_id = session.chat_process_id
     for step in setup:
-        getattr(services, step)(chat_id)
+        getattr(lifecycle, step)(chat_id)
     before = snapshot(chat_id)
     # when
     response = alice.api().post(

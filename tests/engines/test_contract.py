@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from engines.base import ParentReport, ThinkEngine
+from engines.base import Summary, ThinkEngine
 from engines.context import CapabilityNotAvailable, NotAvailable
 from engines.registry import all_engines, get_engine, is_compatible
-from processes import services
+from processes.actions.create import create_process
+from processes.actions.lifecycle import (
+    pause_process,
+    reset_process,
+    resume_process,
+    start_process,
+    stop_process,
+    suspend_process,
+)
+from processes.actions.steer import steer_process
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
@@ -40,26 +49,26 @@ def test_engine_survives_start_steer_pause_resume_suspend_reset_stop(alice, engi
         project_id=alice.project_id,
         fingerprint=FingerprintData(machine_id="m"),
     )
-    process = services.create_process(session, goal="say something", engine=engine_name)
+    process = create_process(session, goal="say something", engine=engine_name)
     assert process.status in {Status.IDLE, Status.BLOCKED, Status.CLOSED}
     if process.status == Status.CLOSED:
         assert process.close_reason == CloseReason.DONE
         return
     # steer, and wait until the lane drained it
-    services.steer_process(process.pk, "go on")
+    steer_process(process.pk, "go on")
     wait_until(
         lambda: not ThinkProcess.objects.get(pk=process.pk).pending.filter(consumed=False).exists()
     )
     wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).status != Status.RUNNING)
-    assert services.pause_process(process.pk).status == Status.PAUSED
-    assert services.resume_process(process.pk).status == Status.IDLE
-    assert services.suspend_process(process.pk).status == Status.SUSPENDED
-    assert services.reset_process(process.pk).status == Status.INIT
-    assert services.start_process(process.pk).status in {Status.IDLE, Status.BLOCKED}
-    stopped = services.stop_process(process.pk)
+    assert pause_process(process.pk).status == Status.PAUSED
+    assert resume_process(process.pk).status == Status.IDLE
+    assert suspend_process(process.pk).status == Status.SUSPENDED
+    assert reset_process(process.pk).status == Status.INIT
+    assert start_process(process.pk).status in {Status.IDLE, Status.BLOCKED}
+    stopped = stop_process(process.pk)
     assert (stopped.status, stopped.close_reason) == (Status.CLOSED, CloseReason.STOPPED)
     report = get_engine(engine_name).summarize_for_parent(stopped, "STOPPED")
-    assert isinstance(report, ParentReport)
+    assert isinstance(report, Summary)
     assert process.public_id in report.human_summary
 
 

@@ -11,7 +11,9 @@ import yaml
 from django.utils import timezone
 
 from engines.registry import _registry
-from processes import lanes, services
+from processes import recovery
+from processes.actions import create, lifecycle, steer
+from processes.lane import lease as lanes
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
@@ -57,7 +59,7 @@ def test_chat_message_is_answered_and_stored_in_the_conversation(alice):
     # given
     session = open_session(alice)
     # when
-    steered = services.send_chat(session.pk, "hello")
+    steered = steer.send_chat(session.pk, "hello")
     # then
     assert steered.pending == 1
     wait_until(idle_with_messages(session.chat_process_id, 2))
@@ -98,7 +100,7 @@ def test_a_slow_stream_goes_out_delta_by_delta(alice, tmp_path, settings):
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     session = open_session(alice)
     # when
-    services.send_chat(session.pk, "slow")
+    steer.send_chat(session.pk, "slow")
     wait_until(idle_with_messages(session.chat_process_id, 2))
     # then: each word is its own event, nothing held back
     assert stored_deltas(session) == ["one ", "two ", "three ", "four"]
@@ -113,7 +115,7 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
     settings.VANCETOPE_LLM_SCRIPT = str(script)
     session = open_session(alice)
     # when
-    services.send_chat(session.pk, "fast")
+    steer.send_chat(session.pk, "fast")
     wait_until(idle_with_messages(session.chat_process_id, 2))
     # then: one delta event carries the whole text, stored before the final message
     assert stored_deltas(session) == [reply]
@@ -127,7 +129,7 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
 def test_event_seq_grows_by_one_without_gaps(alice):
     session = open_session(alice)
     for text in ("one", "two", "three"):
-        services.send_chat(session.pk, text)
+        steer.send_chat(session.pk, text)
     wait_until(idle_with_messages(session.chat_process_id, 6))
     seqs = list(
         SessionEvent.objects.filter(session=session).order_by("seq").values_list("seq", flat=True)
@@ -139,7 +141,7 @@ def test_messages_are_consumed_in_sequence_order_exactly_once(alice):
     session = open_session(alice)
     texts = [f"message {n}" for n in range(15)]
     for text in texts:
-        services.send_chat(session.pk, text)
+        steer.send_chat(session.pk, text)
     wait_until(idle_with_messages(session.chat_process_id, 30))
     users = [content for role, content in conversation(session.chat_process_id) if role == "user"]
     assert users == texts
@@ -151,7 +153,7 @@ def test_messages_are_consumed_in_sequence_order_exactly_once(alice):
 def test_worker_process_with_goal_answers_it_at_start(alice):
     session = open_session(alice)
     # when
-    process = services.create_process(session, goal="what is 6 x 7?", engine="ford")
+    process = create.create_process(session, goal="what is 6 x 7?", engine="ford")
     # then
     assert process.status == Status.IDLE
     assert conversation(process.pk) == [
@@ -163,15 +165,15 @@ def test_worker_process_with_goal_answers_it_at_start(alice):
 def test_steer_on_paused_process_waits_for_resume(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.pause_process(chat_id)
+    lifecycle.pause_process(chat_id)
     # when
-    steered = services.steer_process(chat_id, "later, please")
+    steered = steer.steer_process(chat_id, "later, please")
     # then: it waits in the pending queue
     assert steered.pending == 1
     assert ThinkProcess.objects.get(pk=chat_id).status == Status.PAUSED
     assert conversation(chat_id) == []
     # when resumed, it is drained
-    services.resume_process(chat_id)
+    lifecycle.resume_process(chat_id)
     wait_until(idle_with_messages(chat_id, 2))
     assert conversation(chat_id)[-1] == ("assistant", "echo: later, please")
 
@@ -179,11 +181,11 @@ def test_steer_on_paused_process_waits_for_resume(alice):
 def test_steer_on_stopped_process_is_refused_and_changes_nothing(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.stop_process(chat_id)
+    lifecycle.stop_process(chat_id)
     before = ThinkProcess.objects.get(pk=chat_id)
     # when
     with pytest.raises(Conflict, match="it is CLOSED/STOPPED"):
-        services.steer_process(chat_id, "are you there?")
+        steer.steer_process(chat_id, "are you there?")
     # then
     after = ThinkProcess.objects.get(pk=chat_id)
     assert (after.status, after.close_reason, after.updated_at) == (
@@ -210,11 +212,11 @@ def test_illegal_lifecycle_call_is_refused_with_409_and_nothing_changes(
     session = open_session(alice)
     chat_id = session.chat_process_id
     for step in setup:
-        getattr(services, step)(chat_id)
+        getattr(lifecycle, step)(chat_id)
     before = ThinkProcess.objects.get(pk=chat_id)
     transitions = ProcessTransition.objects.filter(process_id=chat_id).count()
     with pytest.raises(Conflict) as refused:
-        getattr(services, call)(chat_id)
+        getattr(lifecycle, call)(chat_id)
     assert refused.value.code == 409
     assert refused.value.message == expected.format(id=chat_id)
     after = ThinkProcess.objects.get(pk=chat_id)
@@ -224,14 +226,14 @@ def test_illegal_lifecycle_call_is_refused_with_409_and_nothing_changes(
 
 def test_reset_returns_a_stopped_process_to_init_with_the_same_goal(alice):
     session = open_session(alice)
-    process = services.create_process(session, goal="count sheep", engine="ford")
-    services.stop_process(process.pk)
+    process = create.create_process(session, goal="count sheep", engine="ford")
+    lifecycle.stop_process(process.pk)
     # when
-    reset = services.reset_process(process.pk)
+    reset = lifecycle.reset_process(process.pk)
     # then
     assert (reset.status, reset.close_reason, reset.goal) == (Status.INIT, "", "count sheep")
     assert conversation(process.pk) == []
-    started = services.start_process(process.pk)
+    started = lifecycle.start_process(process.pk)
     assert started.status == Status.IDLE
     assert conversation(process.pk)[-1] == ("assistant", "echo: count sheep")
 
@@ -239,11 +241,11 @@ def test_reset_returns_a_stopped_process_to_init_with_the_same_goal(alice):
 def test_suspend_and_resume_keep_pending_messages(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.suspend_process(chat_id)
+    lifecycle.suspend_process(chat_id)
     with pytest.raises(Conflict):
-        services.steer_process(chat_id, "while suspended")
+        steer.steer_process(chat_id, "while suspended")
     assert ThinkProcess.objects.get(pk=chat_id).status == Status.SUSPENDED
-    resumed = services.resume_process(chat_id)
+    resumed = lifecycle.resume_process(chat_id)
     assert resumed.status == Status.IDLE
 
 
@@ -254,15 +256,15 @@ def test_pause_during_a_slow_turn_stops_at_the_boundary_and_loses_nothing(
     slow_script(tmp_path, settings, delay=0.6)
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.send_chat(session.pk, "slow please")
+    steer.send_chat(session.pk, "slow please")
     wait_until(lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING)
     # when
-    paused = services.pause_process(chat_id)
+    paused = lifecycle.pause_process(chat_id)
     # then
     assert paused.status == Status.PAUSED
     pending = PendingMessage.objects.get(process_id=chat_id)
     consumed_before_resume = pending.consumed
-    services.resume_process(chat_id)
+    lifecycle.resume_process(chat_id)
     wait_until(idle_with_messages(chat_id, 2), timeout=15)
     assert conversation(chat_id)[-1] == ("assistant", "a slow answer")
     # The message was consumed exactly once: either the turn finished before the boundary, or
@@ -307,11 +309,11 @@ def test_process_of_an_unregistered_engine_goes_stale_and_is_not_resumed(alice):
     chat_id = session.chat_process_id
     ThinkProcess.objects.filter(pk=chat_id).update(think_engine="slartibartfast")
     with pytest.raises(Conflict, match="CLOSED/STALE"):
-        services.pause_process(chat_id)
+        lifecycle.pause_process(chat_id)
     process = ThinkProcess.objects.get(pk=chat_id)
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STALE)
     with pytest.raises(Conflict):
-        services.resume_process(chat_id)
+        lifecycle.resume_process(chat_id)
 
 
 def test_process_with_an_incompatible_major_version_is_closed_stale_at_recovery(alice):
@@ -319,7 +321,7 @@ def test_process_with_an_incompatible_major_version_is_closed_stale_at_recovery(
     chat_id = session.chat_process_id
     assert "ford" in _registry
     ThinkProcess.objects.filter(pk=chat_id).update(engine_version="0.9.0")
-    report = services.recover_processes()
+    report = recovery.recover_processes()
     assert report.expired == 1
     process = ThinkProcess.objects.get(pk=chat_id)
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STALE)
@@ -338,7 +340,7 @@ def test_recovery_brings_back_a_process_left_running_by_a_dead_worker(alice):
     PendingMessage.objects.create(process_id=chat_id, seq=1, kind="USER", payload={"text": "lost?"})
     ThinkProcess.objects.filter(pk=chat_id).update(next_pending_seq=2)
     # when
-    report = services.recover_processes()
+    report = recovery.recover_processes()
     # then it is IDLE again and its pending message is answered
     assert report.recovered == 1
     assert report.woken == 1
@@ -349,9 +351,9 @@ def test_recovery_brings_back_a_process_left_running_by_a_dead_worker(alice):
 def test_unknown_recipe_or_engine_is_a_clear_404(alice):
     session = open_session(alice)
     with pytest.raises(NotFound, match="no recipe for think engine 'marvin-9'"):
-        services.create_process(session, goal="x", engine="marvin-9")
+        create.create_process(session, goal="x", engine="marvin-9")
     with pytest.raises(NotFound, match="recipe 'nope'"):
-        services.create_process(session, goal="x", recipe="nope")
+        create.create_process(session, goal="x", recipe="nope")
 
 
 def test_processes_of_a_closed_session_cannot_run_again(alice):
@@ -361,7 +363,7 @@ def test_processes_of_a_closed_session_cannot_run_again(alice):
     close_session(session.pk)
     # when reset would make the process INIT again, it is refused
     with pytest.raises(Conflict, match=f"its session sess_{session.pk} is CLOSED"):
-        services.reset_process(chat_id)
+        lifecycle.reset_process(chat_id)
     process = ThinkProcess.objects.get(pk=chat_id)
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.STOPPED)
     assert not PendingMessage.objects.filter(process_id=chat_id).exists()
@@ -374,9 +376,9 @@ def test_sweep_wakes_a_process_whose_wake_up_was_lost(alice):
     PendingMessage.objects.create(process_id=chat_id, seq=1, kind="USER", payload={"text": "hi"})
     ThinkProcess.objects.filter(pk=chat_id).update(next_pending_seq=2)
     # when the sweep runs before the message is old enough, nothing happens
-    assert services.recover_lanes(min_pending_age=timedelta(hours=1)).woken == 0
+    assert recovery.recover_lanes(min_pending_age=timedelta(hours=1)).woken == 0
     # then once it is, the lane is woken and the message answered
-    assert services.recover_lanes(min_pending_age=timedelta(0)).woken == 1
+    assert recovery.recover_lanes(min_pending_age=timedelta(0)).woken == 1
     wait_until(idle_with_messages(chat_id, 2))
     assert conversation(chat_id)[-1] == ("assistant", "echo: hi")
 
@@ -389,7 +391,7 @@ def test_sweep_recovers_a_running_process_whose_lease_expired(alice):
         lease_owner="other-host:1:1:gone",
         lease_expires_at=timezone.now() - timedelta(seconds=1),
     )
-    report = services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER)
+    report = recovery.recover_lanes(min_pending_age=recovery.LOST_WAKE_AFTER)
     assert report.recovered == 1
     process = ThinkProcess.objects.get(pk=chat_id)
     assert (process.status, process.lease_owner) == (Status.IDLE, "")
@@ -404,7 +406,7 @@ def test_sweep_leaves_a_running_process_with_a_live_lease_alone(alice):
         lease_owner="other-host:1:1:alive",
         lease_expires_at=timezone.now() + timedelta(seconds=30),
     )
-    assert services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER).recovered == 0
+    assert recovery.recover_lanes(min_pending_age=recovery.LOST_WAKE_AFTER).recovered == 0
     assert ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING
 
 

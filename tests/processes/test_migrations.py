@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from processes.actions.steer import steer_process
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from processes.services import steer_process
 from tests.conftest import open_session, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -45,8 +45,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from processes import lanes, services
+from processes import recovery
+from processes.actions import create, lifecycle, steer
+from processes.lane import boundary
+from processes.lane import lease as lanes
+from processes.lane.worker import InProcessWorker, shutdown_worker
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.queries import pending_count
 from processes.states import (
     TRANSITIONS,
     TURN_OUTCOMES,
@@ -56,7 +61,6 @@ from processes.states import (
     Status,
     is_allowed,
 )
-from processes.worker import InProcessWorker, shutdown_worker
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy
@@ -69,7 +73,7 @@ MAX_PROCESSES = 5
 # intervals, so an interrupt that arrives meanwhile stops the turn at a boundary.
 SLOW_WORD = "slow"
 SLOW_REPLY = "a slow answer comes word by word"
-SLOW_DELAY_PER_DELTA = services.BOUNDARY_CHECK_SECONDS / 4
+SLOW_DELAY_PER_DELTA = boundary.BOUNDARY_CHECK_SECONDS / 4
 # How long steer_then_interrupt waits for the turn to begin before it interrupts anyway.
 MID_TURN_WAIT = 2.0
 # How long a lifecycle call waits for a lane held by a dead worker before it answers 503.
@@ -84,12 +88,12 @@ PUBLIC_CALLS = frozenset(
     {Call.START, Call.PAUSE, Call.RESUME, Call.SUSPEND, Call.STEER, Call.STOP, Call.RESET}
 )
 SERVICE = {
-    Call.START: services.start_process,
-    Call.PAUSE: services.pause_process,
-    Call.RESUME: services.resume_process,
-    Call.SUSPEND: services.suspend_process,
-    Call.STOP: services.stop_process,
-    Call.RESET: services.reset_process,
+    Call.START: lifecycle.start_process,
+    Call.PAUSE: lifecycle.pause_process,
+    Call.RESUME: lifecycle.resume_process,
+    Call.SUSPEND: lifecycle.suspend_process,
+    Call.STOP: lifecycle.stop_process,
+    Call.RESET: lifecycle.reset_process,
 }
 
 
@@ -236,7 +240,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         assert self.session is not None
         self.goals += 1
         goal = f"goal {self.goals}" if with_goal else ""
-        process = services.create_process(self.session, goal=goal, engine="ford", start=start)
+        process = create.create_process(self.session, goal=goal, engine="ford", start=start)
         status = Status.IDLE if start else Status.INIT
         assert (process.status, process.close_reason) == (status, "")
         self.model[process.pk] = Expected(
@@ -344,9 +348,9 @@ class LifecycleMachine(RuleBasedStateMachine):
     def restart(self) -> None:
         crashed = [e for e in self.model.values() if e.crashed]
         others = [e.pid for e in self.model.values() if not e.crashed]
-        pending = [services.pending_count(e.pid) for e in crashed]
+        pending = [pending_count(e.pid) for e in crashed]
         before = {pid: snapshot(pid, session_events=False) for pid in others}
-        report = services.recover_processes()
+        report = recovery.recover_processes()
         assert (report.recovered, report.expired) == (len(crashed), 0)
         # One wake per process with messages waiting; that they drain is an invariant.
         assert report.woken == sum(1 for n in pending if n), (report, pending)
@@ -421,11 +425,11 @@ class LifecycleMachine(RuleBasedStateMachine):
         before = snapshot(pid, session_events=settled)
         if not is_allowed(Call.STEER, expected.status, expected.close_reason):
             with pytest.raises(Conflict) as refused:
-                services.steer_process(pid, text)
+                steer.steer_process(pid, text)
             assert refused.value.code == 409
             assert_unchanged(pid, before, session_events=settled)
             return
-        steered = services.steer_process(pid, text)
+        steered = steer.steer_process(pid, text)
         event(f"steer: accepted ({'settled' if settled else 'burst'})")
         expected.texts.append(text)
         assert steered.message.seq == len(expected.texts)
@@ -653,7 +657,7 @@ def test_recovery_reports_one_wake_per_waiting_process(alice: Tenancy) -> None:
         lease_expires_at=timezone.now() + timedelta(hours=1),
         lease_fence=F("lease_fence") + 1,
     )
-    services.steer_process(chat_id, "first")
-    services.steer_process(chat_id, "second")
-    report = services.recover_processes()
-    assert report == services.RecoveryReport(recovered=1, expired=0, woken=1)
+    steer.steer_process(chat_id, "first")
+    steer.steer_process(chat_id, "second")
+    report = recovery.recover_processes()
+    assert report == recovery.RecoveryReport(recovered=1, expired=0, woken=1)

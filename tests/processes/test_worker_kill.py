@@ -13,8 +13,9 @@ import pytest
 import yaml
 from django.db import connection
 
-from processes import services
+from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.recovery import recover_lanes
 from processes.states import Status
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import wait_until
@@ -79,7 +80,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
         for kill in range(KILLS):
             # when a turn is running on the current worker…
             text = f"message {kill}"
-            services.send_chat(session.pk, text)
+            send_chat(session.pk, text)
             sent.append(text)
             wait_until(
                 lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING,
@@ -93,7 +94,7 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
 
             # then the sweeper brings the lane back and the message gets answered
             def answered(expected: str = text) -> bool:
-                services.recover_lanes(min_pending_age=timedelta(0))
+                recover_lanes(min_pending_age=timedelta(0))
                 return PendingMessage.objects.filter(
                     process_id=chat_id, payload__text=expected, consumed=True
                 ).exists()
@@ -145,7 +146,7 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
     chat_id = session.chat_process_id
     worker = CeleryWorker(env, queue)
     try:
-        services.send_chat(session.pk, "take your time")
+        send_chat(session.pk, "take your time")
         wait_until(
             lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING, timeout=60
         )

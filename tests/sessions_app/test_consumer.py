@@ -446,8 +446,8 @@ async def test_an_unexpected_failure_is_an_internal_error_and_the_socket_stays_o
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("processes.services.steer_many", broken)
-    monkeypatch.setattr("processes.services.get_visible_process", broken)
+    monkeypatch.setattr("processes.actions.steer.steer_many", broken)
+    monkeypatch.setattr("processes.queries.get_visible_process", broken)
     # a failing steer (applied in a batch) and a failing request both get a 500 that hides
     # the cause from the client
     for kind, data in [

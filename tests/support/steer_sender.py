@@ -27,9 +27,9 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "vancetope.settings")
     os.environ["VANCETOPE_WORKER"] = "inprocess"
     django.setup()
+    from processes.actions.steer import steer_process
+    from processes.lane.worker import shutdown_worker
     from processes.models import PendingMessage
-    from processes.services import steer_process
-    from processes.worker import shutdown_worker
 
     started = time.monotonic()
     for index in range(args.count):

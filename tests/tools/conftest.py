@@ -43,7 +43,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Any]], ToolReadingPro
 
     def install(script: list[Any]) -> ToolReadingProvider:
         provider = ToolReadingProvider(script)
-        monkeypatch.setattr("processes.services.get_provider", lambda: provider)
+        monkeypatch.setattr("processes.lane.context.get_provider", lambda: provider)
         return provider
 
     return install

@@ -7,13 +7,14 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from processes import services
+from processes.actions.create import create_process
+from processes.capabilities.tools import toolbox_for
 from processes.models import ThinkProcess
+from processes.queries import visible_processes
 from processes.states import CloseReason, Status
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import wait_until
 from tests.tools.conftest import project_recipe
-from vancetope.tools.dispatch import ToolBox
 from vancetope.tools.errors import ToolFailure
 from vancetope.tools.models import (
     DiagnosisStatus,
@@ -58,7 +59,7 @@ def flaky_world(alice, llm, temporary_server_tools):
 
 def test_ambiguous_failures_lead_to_one_agrajag_run_and_a_tool_health_row(alice, flaky_world):
     # when a worker's tool fails ambiguously twice
-    worker = services.create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
+    worker = create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
     assert worker.status == Status.CLOSED
     # then one diagnosis coalesces both failures, handled by one agrajag process
     diagnosis = ToolDiagnosis.objects.get()
@@ -80,7 +81,7 @@ def test_ambiguous_failures_lead_to_one_agrajag_run_and_a_tool_health_row(alice,
     assert health.checked_by_id == agrajag.pk
     assert ToolDiagnosis.objects.get().status == DiagnosisStatus.DONE
     # the user's process list does not show it
-    assert agrajag not in services.visible_processes(alice.user)
+    assert agrajag not in visible_processes(alice.user)
     listed = [row["id"] for row in alice.api().get("/api/processes").json()["results"]]
     assert worker.public_id in listed
     assert agrajag.public_id not in listed
@@ -95,16 +96,16 @@ def test_ambiguous_failures_lead_to_one_agrajag_run_and_a_tool_health_row(alice,
     assert page.status_code == 200
     assert page.context["cl"].result_count == 1
     # and tool listings mark the tool as down
-    schemas = ToolBox(worker, [], lambda: None).schemas()
+    schemas = toolbox_for(worker, [], lambda: None).schemas()
     assert schemas[0].description.startswith("[DOWN: unknown]")
 
 
 def test_a_second_failure_after_the_verdict_opens_a_new_diagnosis(alice, flaky_world):
-    services.create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
+    create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
     wait_until(lambda: ToolDiagnosis.objects.filter(status=DiagnosisStatus.DONE).exists())
-    process = services.create_process(flaky_world, recipe="frankie-flaky", start=False)
+    process = create_process(flaky_world, recipe="frankie-flaky", start=False)
     # when it fails again later
-    ToolBox(process, [], lambda: None).invoke("flaky_lookup", {})
+    toolbox_for(process, [], lambda: None).invoke("flaky_lookup", {})
     # then a new diagnosis (and agrajag run) starts
     assert ToolDiagnosis.objects.count() == 2
     assert ThinkProcess.objects.filter(think_engine="agrajag").count() == 2
@@ -118,6 +119,6 @@ def test_a_second_failure_after_the_verdict_opens_a_new_diagnosis(alice, flaky_w
 
 
 def test_other_users_do_not_see_the_health_of_another_tenants_tools(alice, bob, flaky_world):
-    services.create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
+    create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
     wait_until(lambda: ToolHealth.objects.exists())
     assert bob.api().get("/api/tool-health").json()["results"] == []

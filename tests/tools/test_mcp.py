@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from engines.registry import get_engine
-from processes import services
+from processes.actions.create import create_process
+from processes.capabilities.tools import toolbox_for
 from processes.states import CloseReason, Status
 from tests.conftest import open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.checker import Classification
-from vancetope.tools.dispatch import ToolBox
 from vancetope.tools.mcp_client import close_mcp_connections, get_mcp_manager
 from vancetope.tools.models import CallStatus, McpServer, ToolCall
 
@@ -51,9 +51,7 @@ def test_frankie_calls_get_current_time_on_mcp_server_time_and_reports_it(alice,
     )
     session = open_session(alice)
     # when
-    process = services.create_process(
-        session, goal="what time is it in UTC?", recipe="frankie-time"
-    )
+    process = create_process(session, goal="what time is it in UTC?", recipe="frankie-time")
     # then the tool ran on the MCP server and its answer is in the final reply
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.DONE)
     assert provider.offered[0] == ["get_current_time"]
@@ -88,7 +86,7 @@ def test_frankie_calls_git_status_on_mcp_server_git_and_reports_the_file(alice, 
     )
     session = open_session(alice)
     # when
-    process = services.create_process(session, goal="what is the git status?", recipe="frankie-git")
+    process = create_process(session, goal="what is the git status?", recipe="frankie-git")
     # then
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.DONE)
     assert "notes-for-frankie.txt" in process.engine_state["result"]
@@ -102,12 +100,12 @@ def test_connections_are_reused_and_a_crashed_server_gives_a_tool_error(alice):
     )
     project_recipe(alice, "frankie-crashy", allowed_tools_add=["ping", "crash"])
     session = open_session(alice)
-    process = services.create_process(session, recipe="frankie-crashy", start=False)
-    tools = ToolBox(process, [], lambda: None)
+    process = create_process(session, recipe="frankie-crashy", start=False)
+    tools = toolbox_for(process, [], lambda: None)
     assert tools.invoke("ping", {}).content == "pong"
     manager = get_mcp_manager()
     first = manager._connections[McpServer.objects.get().pk]
-    assert ToolBox(process, [], lambda: None).invoke("ping", {}).content == "pong"
+    assert toolbox_for(process, [], lambda: None).invoke("ping", {}).content == "pong"
     assert manager._connections[McpServer.objects.get().pk] is first  # reused
     # when the server dies mid-call
     crashed = tools.invoke("crash", {})
@@ -131,8 +129,8 @@ def test_a_server_that_cannot_start_leaves_its_tools_out_and_others_work(alice):
     )
     project_recipe(alice, "frankie-any", allowed_tools_add=["*"])
     session = open_session(alice)
-    process = services.create_process(session, recipe="frankie-any", start=False)
-    pool = ToolBox(process, [], lambda: None).pool()
+    process = create_process(session, recipe="frankie-any", start=False)
+    pool = toolbox_for(process, [], lambda: None).pool()
     assert {"get_current_time", "convert_time"} <= set(pool)
 
 
@@ -169,8 +167,8 @@ def test_a_streamable_http_server_is_used_through_its_url(alice):
         )
         project_recipe(alice, "frankie-remote", allowed_tools_add=["remote_*"])
         session = open_session(alice)
-        process = services.create_process(session, recipe="frankie-remote", start=False)
-        tools = ToolBox(process, [], lambda: None)
+        process = create_process(session, recipe="frankie-remote", start=False)
+        tools = toolbox_for(process, [], lambda: None)
         # then its tools are listed under the prefix and answer
         assert sorted(tools.pool()) == ["remote_crash", "remote_ping"]
         assert tools.invoke("remote_ping", {}).content == "pong"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from processes import services
+from processes.actions.create import create_process
+from processes.capabilities.tools import toolbox_for
 from processes.models import ConversationMessage
 from processes.states import CloseReason, Status
 from tests.conftest import open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.catalogue import effective_pool
 from vancetope.tools.checker import Classification, classify
-from vancetope.tools.dispatch import ToolBox
 from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.models import CallStatus, Location, ToolCall
 
@@ -106,7 +106,7 @@ def test_a_tool_removed_by_the_recipe_is_neither_shown_to_the_llm_nor_callable(
     )
     session = open_session(alice)
     # when
-    process = services.create_process(session, goal="shout hi", recipe="frankie-upper")
+    process = create_process(session, goal="shout hi", recipe="frankie-upper")
     # then the LLM was offered only the pool
     assert provider.offered[0] == ["upper"]
     # the removed tool never ran, was refused with a clear error, and the refusal is logged
@@ -133,8 +133,8 @@ def test_arguments_are_checked_against_the_schema_before_the_tool_runs(
     )
     project_recipe(alice, "frankie-upper", allowed_tools_add=["upper"])
     session = open_session(alice)
-    process = services.create_process(session, recipe="frankie-upper", start=False)
-    tools = ToolBox(process, [], boundary=lambda: None)
+    process = create_process(session, recipe="frankie-upper", start=False)
+    tools = toolbox_for(process, [], lambda: None)
     # when
     result = tools.invoke("upper", {"text": 3})
     # then
@@ -148,13 +148,13 @@ def test_arguments_are_checked_against_the_schema_before_the_tool_runs(
 def test_role_gated_tools_exist_only_for_recipes_with_the_role(alice):
     session = open_session(alice)
     project_recipe(alice, "frankie-all", allowed_tools_add=["*"])
-    worker = services.create_process(session, recipe="frankie-all", start=False)
-    assert "tool_health_write" not in ToolBox(worker, [], lambda: None).pool()
-    refused = ToolBox(worker, [], lambda: None).invoke(
+    worker = create_process(session, recipe="frankie-all", start=False)
+    assert "tool_health_write" not in toolbox_for(worker, [], lambda: None).pool()
+    refused = toolbox_for(worker, [], lambda: None).invoke(
         "tool_health_write", {"tool": "x", "status": "UP", "classification": "ok"}
     )
     assert not refused.ok
-    agrajag = services.create_process(session, recipe="agrajag", start=False)
+    agrajag = create_process(session, recipe="agrajag", start=False)
     assert {"tool_probe", "tool_health_write"} <= set(
-        ToolBox(agrajag, ["tool_probe", "tool_health_write"], lambda: None).pool()
+        toolbox_for(agrajag, ["tool_probe", "tool_health_write"], lambda: None).pool()
     )

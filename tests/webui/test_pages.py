@@ -9,7 +9,8 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import reverse
 
-from processes import services
+from processes.actions.lifecycle import pause_process
+from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, ThinkProcess
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
@@ -96,7 +97,7 @@ def test_dashboard_lists_only_the_users_own_processes_newest_first(alice, bob):
 def test_status_filter_shows_only_processes_in_that_status(alice):
     paused = open_session(alice)
     open_session(alice)
-    services.pause_process(paused.chat_process_id)
+    pause_process(paused.chat_process_id)
     client = logged_in(alice)
     # when
     response = client.get(reverse("webui:processes"), {"status": "PAUSED"})
@@ -119,7 +120,7 @@ def test_an_unknown_status_filter_is_a_400_naming_the_statuses(alice):
 def test_process_page_shows_the_conversation_and_the_task_tree(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
-    services.send_chat(session.pk, "hello dashboard")
+    send_chat(session.pk, "hello dashboard")
     wait_until(lambda: ConversationMessage.objects.filter(process_id=chat_id).count() >= 2)
     ThinkProcess.objects.filter(pk=chat_id).update(
         engine_state={"taskTree": {"id": "root", "title": "plan the trip", "children": []}}

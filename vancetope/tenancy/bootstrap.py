@@ -9,7 +9,6 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from recipes_app.services import sync_bundled_recipes
 from vancetope.tenancy.models import (
     ApiToken,
     Project,
@@ -35,7 +34,6 @@ class Bootstrapped:
 
 @transaction.atomic
 def bootstrap(token_file: Path) -> Bootstrapped:
-    sync_bundled_recipes()
     tenant, _ = Tenant.objects.get_or_create(slug="default", defaults={"name": "Default tenant"})
     project, _ = Project.objects.get_or_create(
         slug="default", defaults={"tenant": tenant, "name": "Default project"}

@@ -60,11 +60,11 @@ def tool_probe(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
 )
 def tool_health_write(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
     health = write_tool_health(
-        project_id=toolbox.process.session.project_id,
+        project_id=toolbox.caller.project_id,
         tool=str(arguments["tool"]),
         status=HealthStatus(arguments["status"]),
         classification=str(arguments["classification"]),
         evidence=str(arguments.get("evidence", "")),
-        checked_by=toolbox.process,
+        checked_by_id=toolbox.caller.process_id,
     )
     return {"tool": health.tool, "status": health.status}

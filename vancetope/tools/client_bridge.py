@@ -14,7 +14,6 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from sessions_app.events import emit_event
 from vancetope.errors import Conflict, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.tools.checker import Classification
@@ -25,11 +24,13 @@ POLL_START = 0.02
 POLL_MAX = 0.25
 
 
-def run_client_tool(call: ToolCall, boundary: Callable[[], None]) -> Any:
-    """Send the call to the bound client and wait for its answer; raise ToolFailure on an
-    error answer, a timeout or a client that went away."""
-    emit_event(
-        call.session_id,
+def run_client_tool(
+    call: ToolCall, boundary: Callable[[], None], emit: Callable[[str, dict[str, Any]], None]
+) -> Any:
+    """Send the call to the bound client (as a `tool-call` event of its session, through
+    `emit`) and wait for its answer; raise ToolFailure on an error answer, a timeout or a
+    client that went away."""
+    emit(
         "tool-call",
         {
             "callId": call.public_id,

@@ -5,6 +5,9 @@ match the tool's schema before anything runs; then runs the tool where it lives 
 session's client, an MCP server), records the call as a ToolCall row, and on failure runs the
 synchronous checker, which queues ambiguous failures for agrajag. It never raises for a tool
 problem: the engine gets a ToolResult with `ok=False` and a clear error to show its LLM.
+
+This is a kernel: it knows the process it works for only as a `Caller`, and the session's
+client only through the `client` callable, both given by the lane (processes/lane/context.py).
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import jsonschema
 from django.conf import settings
 from django.utils import timezone
 
-from sessions_app.models import Session, SessionStatus
+from vancetope.errors import TurnControl
 from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
 from vancetope.tools import catalogue as cat
 from vancetope.tools.checker import Classification, classify
@@ -39,11 +42,42 @@ from vancetope.tools.models import (
 from vancetope.tools.models import ToolCall as ToolCallRow
 from vancetope.tools.registry import server_tools
 
-if TYPE_CHECKING:
-    from engines.context import ConversationBuffer, EventSink
-    from processes.models import ThinkProcess
-
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The process a ToolBox works for, as far as tools need to know it."""
+
+    process_id: int
+    public_id: str
+    session_id: int
+    project_id: int
+    owner_id: int
+    # Service processes (agrajag itself) never queue diagnoses: no loops of diagnosers.
+    category: str = "user"
+    roles: tuple[str, ...] = ()
+    allowed_add: tuple[str, ...] = ()
+    allowed_remove: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClientSide:
+    """The session's client as it is now: the tools it registered, and whether it is bound
+    (an open, non-system session) so that its tools may be offered."""
+
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    bound: bool = False
+
+
+class Appender(Protocol):
+    def append(self, message: LlmMessage) -> None: ...
+
+
+class EventOut(Protocol):
+    def store_held(self) -> None: ...
+
+    def emit(self, event: str, data: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,75 +96,71 @@ class ToolBox:
 
     def __init__(
         self,
-        process: ThinkProcess,
+        caller: Caller,
         engine_default: Iterable[str],
         boundary: Callable[[], None],
-        conversation: ConversationBuffer | None = None,
-        events: EventSink | None = None,
+        *,
+        client: Callable[[], ClientSide],
+        conversation: Appender | None = None,
+        events: EventOut | None = None,
+        on_new_diagnosis: Callable[[int], None] | None = None,
     ) -> None:
-        self.process = process
+        self.caller = caller
         self._events = events
         self._engine_default = list(engine_default)
         self._boundary = boundary
+        self._client_of = client
         self._conversation = conversation
+        self._on_new_diagnosis = on_new_diagnosis
         self._pool: dict[str, ToolManifest] | None = None
         self._catalogue: dict[str, ToolManifest] | None = None
-        self._fresh_session: Session | None = None
+        self._client: ClientSide | None = None
 
     # --- what the process may use ----------------------------------------------------------------
 
-    @property
-    def roles(self) -> list[str]:
-        return [str(role) for role in self.process.recipe_snapshot.get("roles", [])]
-
-    def _client_bound(self) -> bool:
-        session = self._session()
-        return session.status == SessionStatus.OPEN and not session.system
-
-    def _session(self) -> Session:
-        """The session as it is now: its client may have registered tools or gone away since
-        the lane loaded the process."""
-        if self._fresh_session is None:
-            self._fresh_session = Session.objects.get(pk=self.process.session_id)
-        return self._fresh_session
+    def _client_side(self) -> ClientSide:
+        """The client as it is now (read once per context): it may have registered tools or
+        gone away since the lane loaded the process."""
+        if self._client is None:
+            self._client = self._client_of()
+        return self._client
 
     def catalogue(self) -> dict[str, ToolManifest]:
         if self._catalogue is None:
-            session = self._session()
-            patterns = self._patterns()
-            without_mcp = cat.build_catalogue(
-                session.project_id, session.client_tools, with_mcp=False
-            )
+            project_id, client_tools = self.caller.project_id, self._client_side().tools
+            patterns = [*self._engine_default, *self.caller.allowed_add]
+            without_mcp = cat.build_catalogue(project_id, client_tools, with_mcp=False)
             if cat.pool_patterns_need_mcp(patterns, without_mcp):
-                self._catalogue = cat.build_catalogue(session.project_id, session.client_tools)
+                self._catalogue = cat.build_catalogue(project_id, client_tools)
             else:
                 self._catalogue = without_mcp
         return self._catalogue
 
-    def _patterns(self) -> list[str]:
-        snapshot = self.process.recipe_snapshot
-        return [*self._engine_default, *snapshot.get("allowedToolsAdd", [])]
-
     def pool(self) -> dict[str, ToolManifest]:
         if self._pool is None:
-            snapshot = self.process.recipe_snapshot
             self._pool = cat.effective_pool(
                 self.catalogue(),
                 engine_default=self._engine_default,
-                add=snapshot.get("allowedToolsAdd", []),
-                remove=snapshot.get("allowedToolsRemove", []),
-                roles=self.roles,
-                client_bound=self._client_bound(),
+                add=list(self.caller.allowed_add),
+                remove=list(self.caller.allowed_remove),
+                roles=list(self.caller.roles),
+                client_bound=self._client_side().bound,
             )
         return self._pool
 
+    def names(self) -> list[str]:
+        return sorted(self.pool())
+
+    def needs_client(self) -> bool:
+        return any(tool.location == Location.CLIENT for tool in self.pool().values())
+
     def down_tools(self) -> dict[str, str]:
         rows = ToolHealth.objects.filter(
-            project_id=self.process.session.project_id, status=HealthStatus.DOWN
+            project_id=self.caller.project_id, status=HealthStatus.DOWN
         ).values_list("tool", "classification")
         return dict(rows)
 
-    def schemas(self, *, safety: Safety | None = None) -> list[ToolSchema]:
+    def schemas(self, *, safety: str | None = None) -> list[ToolSchema]:
         """The pool as the LLM sees it; tools known to be down say so in their description."""
         down = self.down_tools()
         return [
@@ -149,7 +179,7 @@ class ToolBox:
     # --- invoking --------------------------------------------------------------------------------
 
     def invoke(
-        self, name: str, arguments: dict[str, Any], *, only_safety: Safety | None = None
+        self, name: str, arguments: dict[str, Any], *, only_safety: str | None = None
     ) -> ToolResult:
         if self._events is not None:
             # Text the LLM streamed before asking for the tool reaches the client before the
@@ -177,8 +207,8 @@ class ToolBox:
     ) -> ToolResult:
         name = manifest.name
         row = ToolCallRow.objects.create(
-            process_id=self.process.pk,
-            session_id=self.process.session_id,
+            process_id=self.caller.process_id,
+            session_id=self.caller.session_id,
             tool=name,
             location=manifest.location,
             arguments=arguments,
@@ -191,9 +221,10 @@ class ToolBox:
             return self._failed(row, manifest, exc.message, exc.classification, diagnose)
         except McpFailure as exc:
             return self._failed(row, manifest, str(exc), "", diagnose)
+        except TurnControl:
+            # Interrupts and lease loss pass through tools untouched: the lane handles them.
+            raise
         except Exception as exc:
-            if _is_turn_control(exc):
-                raise
             log.exception("tool %s failed", name)
             return self._failed(row, manifest, f"{type(exc).__name__}: {exc}", "", diagnose)
         ToolCallRow.objects.filter(pk=row.pk).exclude(status=CallStatus.OK).update(
@@ -205,8 +236,7 @@ class ToolBox:
     def probe(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run a SAFE_PROBE tool of the project's catalogue (not only this pool) once, for
         diagnosis; a failing probe queues nothing."""
-        session = self._session()
-        manifest = cat.build_catalogue(session.project_id, session.client_tools).get(name)
+        manifest = cat.build_catalogue(self.caller.project_id, self._client_side().tools).get(name)
         if manifest is None or manifest.safety != Safety.SAFE_PROBE:
             why = "is unknown" if manifest is None else "is not SAFE_PROBE and is never probed"
             return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
@@ -226,7 +256,7 @@ class ToolBox:
         if manifest.location == Location.SERVER:
             return server_tools()[manifest.name].run(self, arguments)
         if manifest.location == Location.CLIENT:
-            return run_client_tool(row, self._boundary)
+            return run_client_tool(row, self._boundary, self._emit)
         server = McpServer.objects.filter(pk=manifest.mcp_server_id or 0, enabled=True).first()
         if server is None:
             raise ToolFailure(
@@ -239,16 +269,21 @@ class ToolBox:
             raise ToolFailure(text or f"MCP tool {manifest.name} reported an error")
         return text if text else structured
 
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        if self._events is None:
+            raise ToolFailure("no client to send the call to", classification="disconnected-client")
+        self._events.emit(event, data)
+
     def _refuse(
         self, name: str, arguments: dict[str, Any], error: str, manifest: ToolManifest | None
     ) -> ToolResult:
-        log.warning("%s: refused call of %s: %s", self.process.public_id, name, error)
+        log.warning("%s: refused call of %s: %s", self.caller.public_id, name, error)
         classification = (
             Classification.NOT_ALLOWED if manifest is None else Classification.BAD_ARGUMENTS
         )
         row = ToolCallRow.objects.create(
-            process_id=self.process.pk,
-            session_id=self.process.session_id,
+            process_id=self.caller.process_id,
+            session_id=self.caller.session_id,
             tool=name,
             location=manifest.location if manifest else "",
             arguments=_jsonable(arguments),
@@ -281,16 +316,17 @@ class ToolBox:
         ToolCallRow.objects.filter(pk=row.pk, status=CallStatus.PENDING).update(
             status=CallStatus.FAILED
         )
-        # Service processes (agrajag itself) never queue diagnoses: no loops of diagnosers.
         if (
             diagnose
             and classification == Classification.AMBIGUOUS
-            and self.process.category != "service"
+            and self.caller.category != "service"
         ):
             from vancetope.tools.health import queue_diagnosis
 
             try:
-                queue_diagnosis(self.process, manifest.name, error)
+                diagnosis, new = queue_diagnosis(self.caller, manifest.name, error)
+                if new and self._on_new_diagnosis is not None:
+                    self._on_new_diagnosis(diagnosis.pk)
             except Exception:
                 # Diagnosis is a side effect: the engine still gets its tool error.
                 log.exception("could not queue a diagnosis of %s", manifest.name)
@@ -301,14 +337,6 @@ class ToolBox:
             classification=classification,
             call_id=row.public_id,
         )
-
-
-def _is_turn_control(exc: Exception) -> bool:
-    """Interrupts and lease loss pass through tools untouched: the lane handles them."""
-    from processes.lanes import LeaseLost
-    from processes.services import TurnInterrupted
-
-    return isinstance(exc, TurnInterrupted | LeaseLost)
 
 
 def _jsonable(data: Any) -> Any:

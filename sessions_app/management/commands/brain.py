@@ -15,7 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection
 
-from processes.services import recover_processes
+from processes.recovery import recover_processes
 from recipes_app.services import sync_bundled_recipes
 from sessions_app.bound import bound_sessions
 from sessions_app.events import stop_pusher
@@ -110,7 +110,7 @@ class Command(BaseCommand):
     def _shutdown(self, beat: Any) -> None:
         """Stop cleanly: running turns stop at their next boundary and release their leases;
         sessions bound here follow their on_disconnect policy."""
-        from processes.worker import shutdown_worker
+        from processes.lane.worker import shutdown_worker
 
         self.stdout.write("Brain stopping…")
         if beat is not None:

@@ -1,3 +1,8 @@
+"""`manage.py bootstrap`: first-run setup (tenancy, the bundled recipes, a local token).
+
+It lives with the sessions app, the Brain's front, because it puts kernels (tenancy) and apps
+(recipes) together; kernels never import apps."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,6 +12,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from recipes_app.services import sync_bundled_recipes
 from vancetope.tenancy.bootstrap import bootstrap
 
 
@@ -22,6 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
+        sync_bundled_recipes()
         result = bootstrap(Path(options["token_file"]))
         self.stdout.write(f"project: {result.project.public_id}")
         if result.new_password:

@@ -15,7 +15,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -26,13 +27,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
-from vancetope import fastsql
+from vancetope.errors import TurnControl
+from vancetope.infra import fastsql
 
 HOSTNAME = socket.gethostname()
 log = logging.getLogger(__name__)
 
 
-class LeaseLost(Exception):
+class LeaseLost(TurnControl):
     """The lease expired or was taken over; the holder must stop without writing."""
 
 
@@ -219,3 +221,15 @@ def _heartbeats() -> _Heartbeats:
         if _heartbeat_thread is None or _heartbeat_thread.pid != os.getpid():
             _heartbeat_thread = _Heartbeats()
         return _heartbeat_thread
+
+
+@contextmanager
+def holding(lease: Lease) -> Iterator[LeaseKeeper]:
+    """Keep the lease alive while the block runs, then let the lane go (unless the block's
+    last commit already did)."""
+    try:
+        with LeaseKeeper(lease) as keeper:
+            yield keeper
+    finally:
+        if not lease.released:
+            release(lease)

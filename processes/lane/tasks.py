@@ -8,20 +8,21 @@ from celery import shared_task
 from celery.signals import task_postrun, worker_shutting_down
 from django.db import close_old_connections
 
-from processes import services
-from processes.worker import request_stop
+from processes.lane.driver import drive_lane
+from processes.lane.worker import request_stop
+from processes.recovery import LOST_WAKE_AFTER, recover_lanes
 
 
 @shared_task(name="processes.drive_lane")
 def drive_lane_task(process_id: int) -> int:
     """Drain the pending messages of one process; returns how many turns ran."""
-    return services.drive_lane(process_id)
+    return drive_lane(process_id)
 
 
 @shared_task(name="processes.sweep_lanes")
 def sweep_lanes_task() -> dict[str, int]:
     """Periodic: recover lanes whose worker died, wake processes whose wake-up got lost."""
-    report = services.recover_lanes(min_pending_age=services.LOST_WAKE_AFTER)
+    report = recover_lanes(min_pending_age=LOST_WAKE_AFTER)
     return {"recovered": report.recovered, "woken": report.woken}
 
 

@@ -34,7 +34,7 @@ class InProcessWorker:
         return self._executor.submit(self._run, process_id)
 
     def _run(self, process_id: int) -> None:
-        from processes.tasks import drive_lane_task
+        from processes.lane.tasks import drive_lane_task
 
         with self._lock:
             self._queued.discard(process_id)

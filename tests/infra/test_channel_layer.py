@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from vancetope.channel_layer import ThreadSafeInMemoryChannelLayer
-from vancetope.redis_channel_layer import RedisChannelLayer
+from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
+from vancetope.infra.redis_channel_layer import RedisChannelLayer
 
 pytestmark = pytest.mark.asyncio
 

@@ -8,11 +8,11 @@ from django.db import transaction
 
 def dispatch_drive(process_id: int) -> None:
     if settings.VANCETOPE_WORKER == "inprocess":
-        from processes.worker import get_worker
+        from processes.lane.worker import get_worker
 
         get_worker().submit(process_id)
     else:
-        from processes.tasks import drive_lane_task
+        from processes.lane.tasks import drive_lane_task
 
         drive_lane_task.delay(process_id)
 

@@ -6,9 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from engines import conversation_cache
-from engines.context import ConversationBuffer
-from processes import services
+from processes.actions.create import create_process
+from processes.actions.lifecycle import reset_process, start_process, stop_process
+from processes.capabilities import conversation_cache
+from processes.capabilities.conversation import ConversationBuffer
 from processes.models import ThinkProcess
 from sessions_app.services import FingerprintData, create_session
 from vancetope.llm.base import LlmMessage
@@ -23,7 +24,7 @@ def worker_process(tenancy) -> ThinkProcess:
         project_id=tenancy.project_id,
         fingerprint=FingerprintData(machine_id="m"),
     )
-    return services.create_process(session, goal="alpha", engine="ford")
+    return create_process(session, goal="alpha", engine="ford")
 
 
 def test_history_of_the_last_committed_turn_is_reused_without_a_query(alice):
@@ -36,14 +37,14 @@ def test_history_of_the_last_committed_turn_is_reused_without_a_query(alice):
 
 def test_a_reset_conversation_of_the_same_length_is_read_again(alice):
     process = worker_process(alice)
-    services.stop_process(process.pk)
-    services.reset_process(process.pk)
+    stop_process(process.pk)
+    reset_process(process.pk)
     # another worker OS process (no shared cache) starts it again with a new answer
     ThinkProcess.objects.filter(pk=process.pk).update(goal="omega")
     conversation_cache.put(
         process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))
     )
-    services.start_process(process.pk)
+    start_process(process.pk)
     conversation_cache.clear()
     conversation_cache.put(
         process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))

@@ -41,7 +41,7 @@ def cut_after_request() -> int:
 
 
 def test_the_project_runs_on_its_postgresql_backend():
-    assert type(connections["default"]).__module__ == "vancetope.postgresql_backend.base"
+    assert type(connections["default"]).__module__ == "vancetope.infra.postgresql_backend.base"
     assert connection.health_check_enabled
 
 

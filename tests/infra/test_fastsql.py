@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from processes.models import PendingKind, PendingMessage, ThinkProcess
 from tests.conftest import open_session
-from vancetope import fastsql
+from vancetope.infra import fastsql
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,0 +1,187 @@
+"""What a ThinkEngineContext offers an engine: typed Protocols, and the value types they speak.
+
+Engines import this module (and `engines.context`, `engines.messages`, `engines.base`) and
+nothing else of the Brain: no model, no kernel. Each Protocol is implemented by the part of the
+Brain that owns the data, and the lane (`processes/lane/context.py`) puts them together:
+
+| ctx part       | Protocol        | implemented by                                          |
+| -------------- | --------------- | ------------------------------------------------------- |
+| `ctx.llm`      | `Llm`           | `processes/capabilities/llm.py` (`LlmAccess`)           |
+| `ctx.conversation` | `Conversation` | `processes/capabilities/conversation.py`             |
+| `ctx.events`   | `Events`        | `sessions_app/event_sink.py` (`EventSink`)              |
+| `ctx.tools`    | `Tools`         | `vancetope/tools/dispatch.py` (`ToolBox`)               |
+| `ctx.tool_health` | `ToolHealth` | `vancetope/tools/health.py` (`ToolHealthAccess`)       |
+| `ctx.settings` | `Mapping`       | engine defaults ← recipe params ← process params        |
+| `ctx.processes`| `Processes`     | the orchestration issue (children); not available yet   |
+| `ctx.inbox`    | `Inbox`         | the inbox app; not available yet                        |
+| `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
+
+A part that is not built yet is a `NotAvailable` (engines/context.py): touching it raises
+CapabilityNotAvailable, so an engine never runs silently without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+# The LLM's vocabulary is the kernel's; engines get it from here, not from the kernel.
+from vancetope.llm.base import Completion, LlmMessage, TextDelta, ToolCall, ToolSchema
+
+__all__ = [
+    "Completion",
+    "Conversation",
+    "Events",
+    "Inbox",
+    "Llm",
+    "LlmMessage",
+    "Memory",
+    "ProcessView",
+    "Processes",
+    "TextDelta",
+    "ToolCall",
+    "ToolHealth",
+    "ToolOutcome",
+    "ToolSchema",
+    "Tools",
+]
+
+
+class ProcessView(Protocol):
+    """The process row as an engine sees it: it reads the goal and owns `engine_state`."""
+
+    @property
+    def public_id(self) -> str: ...
+
+    goal: str
+    engine_state: dict[str, Any]
+
+
+class Llm(Protocol):
+    def stream(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+    ) -> Iterator[TextDelta | ToolCall]:
+        """Stream the answer; token usage is counted and the lane's boundary checked between
+        deltas (a pause or stop ends the call early)."""
+        ...
+
+    def complete(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        stream_to_client: bool = True,
+    ) -> Completion:
+        """The whole answer; its text streams to the session's client unless told not to."""
+        ...
+
+
+class Conversation(Protocol):
+    def history(self) -> list[LlmMessage]:
+        """Committed messages plus what this call appended."""
+        ...
+
+    def append(self, message: LlmMessage) -> None: ...
+
+    def append_completion(self, completion: Completion) -> None:
+        """Store what the LLM answered (text and tool calls) as the assistant's message."""
+        ...
+
+
+class Events(Protocol):
+    """Events to the session's client (stored, numbered, pushed in order)."""
+
+    def chat_delta(self, text: str) -> None: ...
+
+    def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
+        """A whole message; by default sent once the turn that produced it is committed."""
+        ...
+
+    def task_tree(self, tree: dict[str, Any]) -> None: ...
+
+    def notify(self, text: str, level: str = "info") -> None: ...
+
+
+class ToolOutcome(Protocol):
+    """What a tool call gave: `content` is what the LLM reads (the result, or "error: …")."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def data(self) -> Any: ...
+
+    @property
+    def error(self) -> str: ...
+
+
+class Tools(Protocol):
+    def schemas(self, *, safety: str | None = None) -> list[ToolSchema]:
+        """The process's pool as the LLM sees it (optionally only SAFE_PROBE tools)."""
+        ...
+
+    def names(self) -> list[str]: ...
+
+    def needs_client(self) -> bool:
+        """True if a tool of the pool runs on the session's client (its socket answers)."""
+        ...
+
+    def invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+
+    def answer(self, call: ToolCall) -> ToolOutcome:
+        """Invoke a call the LLM asked for and append the `tool` message answering it."""
+        ...
+
+
+class ToolHealth(Protocol):
+    """For the tool-health service engine (agrajag): the evidence and the verdict."""
+
+    def failures(self, diagnosis_id: int) -> str:
+        """The queued diagnosis's failures as one line ("" if there is none)."""
+        ...
+
+    def classify(self, error: str) -> str:
+        """The synchronous checker's classification of an error (`ambiguous` if no rule)."""
+        ...
+
+    def write(self, tool: str, status: str, classification: str, evidence: str) -> None: ...
+
+    def current(self, tool: str) -> tuple[str, str]:
+        """The tool's recorded (status, classification)."""
+        ...
+
+    def finish(self, diagnosis_id: int) -> None: ...
+
+
+class Processes(Protocol):
+    """Child processes (ARCHITECTURE §5a): spawned in the same session, in their own lanes;
+    their reports come back as ParentReport messages."""
+
+    def spawn(
+        self, *, goal: str, recipe: str | None = None, params: dict[str, Any] | None = None
+    ) -> str: ...
+
+    def steer(self, process_id: str, message: str) -> None: ...
+
+    def stop(self, process_id: str) -> None: ...
+
+    def list(self, status: str | None = None) -> list[dict[str, Any]]: ...
+
+    def status(self, process_id: str) -> dict[str, Any]: ...
+
+
+class Inbox(Protocol):
+    def post(
+        self, *, kind: str, title: str, body: str, options: list[str] | None = None
+    ) -> str: ...
+
+
+class Memory(Protocol):
+    def read(self, key: str) -> str | None: ...
+
+    def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str: ...
+
+    def search(self, query: str, k: int = 5) -> list[dict[str, Any]]: ...

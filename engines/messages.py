@@ -1,0 +1,105 @@
+"""Pending messages as an engine's `steer` receives them: one typed object per kind.
+
+The lane reads a pending message row and hands the engine `parse(kind, seq, payload)`; an
+engine matches on the type (`isinstance(message, ParentReport)`) instead of reading dict keys.
+`prompt_text()` is what the engine's LLM sees of it (PROTOCOL.md, "What an engine's LLM sees
+of non-user messages"): a person's own words as they are, everything else behind a bracketed
+tag a script's `match` can target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Message:
+    seq: int
+    text: str
+
+    def prompt_text(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class UserMessage(Message):
+    """A chat message from the person at the session's client."""
+
+
+@dataclass(frozen=True)
+class Steer(Message):
+    """A steer sent with process-steer (or the REST steer)."""
+
+
+@dataclass(frozen=True)
+class Control(Message):
+    """A message from the system or from the process to itself (a deferred goal, a
+    diagnosis order)."""
+
+
+@dataclass(frozen=True)
+class ParentReport(Message):
+    """A child reached DONE, BLOCKED, STOPPED or FAILED; `text` is its Markdown summary."""
+
+    child_id: str = ""
+    engine: str = ""
+    event: str = ""
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def prompt_text(self) -> str:
+        return f"[report from {self.child_id} ({self.engine}): {self.event}]\n{self.text}"
+
+
+@dataclass(frozen=True)
+class ToolResultMessage(Message):
+    """A tool's answer that arrived after the turn that asked for it."""
+
+    call_id: str = ""
+    ok: bool = True
+
+
+@dataclass(frozen=True)
+class InboxAnswer(Message):
+    """A person's answer to an inbox item the process posted."""
+
+    item_id: str = ""
+    answer: dict[str, Any] = field(default_factory=dict)
+
+    def prompt_text(self) -> str:
+        return f"[inbox answer {self.item_id}]\n{self.text}"
+
+
+PendingMessage = UserMessage | Steer | Control | ParentReport | ToolResultMessage | InboxAnswer
+
+
+def parse(kind: str, seq: int, payload: dict[str, Any]) -> PendingMessage:
+    """The typed message of a stored pending message (kind as stored: USER, STEER, …)."""
+    text = str(payload.get("text", ""))
+    if kind == "USER":
+        return UserMessage(seq, text)
+    if kind == "STEER":
+        return Steer(seq, text)
+    if kind == "CONTROL":
+        return Control(seq, text)
+    if kind == "PARENT_REPORT":
+        return ParentReport(
+            seq,
+            text,
+            child_id=str(payload.get("childId", "")),
+            engine=str(payload.get("engine", "")),
+            event=str(payload.get("event", "")),
+            payload=dict(payload.get("payload") or {}),
+        )
+    if kind == "TOOL_RESULT":
+        return ToolResultMessage(
+            seq, text, call_id=str(payload.get("callId", "")), ok=bool(payload.get("ok", True))
+        )
+    if kind == "INBOX_ANSWER":
+        return InboxAnswer(
+            seq,
+            text,
+            item_id=str(payload.get("itemId", "")),
+            answer=dict(payload.get("answer") or {}),
+        )
+    raise ValueError(f"unknown pending message kind {kind!r}")

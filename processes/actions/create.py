@@ -1,0 +1,51 @@
+"""Creating a process: from a recipe (named, or by the engine-name convention), in a session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils import timezone
+
+from engines.registry import get_engine
+from processes.actions.lifecycle import start_process
+from processes.models import ThinkProcess
+from recipes_app.services import resolve_recipe
+from sessions_app.models import Session, SessionStatus
+from vancetope.errors import Conflict, NotFound
+
+
+def create_process(
+    session: Session,
+    *,
+    goal: str = "",
+    engine: str | None = None,
+    recipe: str | None = None,
+    params: dict[str, Any] | None = None,
+    parent: ThinkProcess | None = None,
+    start: bool = True,
+) -> ThinkProcess:
+    """Spawn a process in the session; its recipe is copied into it (the snapshot)."""
+    if session.status != SessionStatus.OPEN:
+        raise Conflict(f"session {session.public_id} is {session.status}")
+    if parent is not None and parent.session_id != session.pk:
+        raise NotFound(f"parent process {parent.public_id} not found in {session.public_id}")
+    chosen = resolve_recipe(session.project, recipe=recipe, engine=engine)
+    engine_impl = get_engine(chosen.engine)
+    if engine_impl is None:
+        raise NotFound(f"think engine {chosen.engine!r} is not registered")
+    now = timezone.now()
+    process = ThinkProcess.objects.create(
+        session=session,
+        parent=parent,
+        think_engine=engine_impl.name,
+        engine_version=engine_impl.version,
+        goal=goal,
+        recipe_name=chosen.name,
+        recipe_snapshot=chosen.snapshot(),
+        engine_params={**chosen.params, **(params or {})},
+        created_at=now,
+        updated_at=now,
+    )
+    if start:
+        return start_process(process.pk)
+    return process

@@ -1,0 +1,33 @@
+"""Tool health: an ambiguous tool failure opened a diagnosis; an agrajag process takes it.
+
+agrajag runs in the project's system session of the service (owner `_system`, `system=true`),
+spawned from the `agrajag` recipe (category service, so users never see it in their process
+lists). Its turn runs on a worker, not in the failing tool's lane.
+"""
+
+from __future__ import annotations
+
+from processes.actions.create import create_process
+from processes.actions.steer import steer_process
+from processes.models import PendingKind
+from sessions_app.services import system_session
+from vancetope.tools.models import ToolDiagnosis
+
+AGRAJAG = "agrajag"
+
+
+def spawn_agrajag(diagnosis_id: int) -> None:
+    diagnosis = ToolDiagnosis.objects.select_related("project").get(pk=diagnosis_id)
+    session = system_session(diagnosis.project, AGRAJAG)
+    process = create_process(
+        session,
+        goal=f"Diagnose the failures of tool {diagnosis.tool}",
+        recipe=AGRAJAG,
+        params={
+            "diagnosisId": diagnosis.pk,
+            "tool": diagnosis.tool,
+            "originatingUserId": diagnosis.originating_user_id,
+        },
+    )
+    ToolDiagnosis.objects.filter(pk=diagnosis.pk).update(process=process)
+    steer_process(process.pk, f"diagnose {diagnosis.tool}", kind=PendingKind.CONTROL)

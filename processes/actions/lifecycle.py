@@ -1,0 +1,104 @@
+"""Lifecycle calls: start, pause, resume, suspend, stop, reset (ARCHITECTURE §4).
+
+Each checks the transition table first (409, nothing changed), takes the process's lane (a
+pause, suspend or stop first asks a running turn to stop at its next boundary), calls the
+engine with a fresh context, and commits the engine's work and the new status in one fenced
+transaction.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from processes.actions.pending import queue_own_turn
+from processes.actions.reports import report_to_parent
+from processes.lane import lease as lanes
+from processes.lane.boundary import clear_interrupt, request_interrupt
+from processes.lane.commit import commit_call, ended_status
+from processes.lane.context import build_context
+from processes.lane.wake import wake_lane
+from processes.models import ThinkProcess
+from processes.queries import load_process, pending_count
+from processes.recovery import expire_if_stale
+from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, check_call
+from sessions_app.models import SessionStatus
+from vancetope.errors import Conflict, Unavailable
+
+INTERRUPTING = frozenset({Call.PAUSE, Call.SUSPEND, Call.STOP})
+
+
+def start_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.START)
+
+
+def pause_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.PAUSE)
+
+
+def resume_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.RESUME)
+
+
+def suspend_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.SUSPEND)
+
+
+def stop_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.STOP)
+
+
+def reset_process(process_id: int) -> ThinkProcess:
+    return lifecycle_call(process_id, Call.RESET)
+
+
+def check_session_allows(process: ThinkProcess, call: Call) -> None:
+    """A closed session's processes stay closed: only stop (a no-op there) gets through."""
+    if call is not Call.STOP and process.session.status == SessionStatus.CLOSED:
+        raise Conflict(
+            f"cannot {call.value} process {process.public_id}: "
+            f"its session {process.session.public_id} is CLOSED"
+        )
+
+
+def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
+    from processes.lane.driver import engine_of
+
+    process = load_process(process_id)
+    check_call(call, process.status, process.close_reason, label=process.public_id)
+    check_session_allows(process, call)
+    if call is not Call.STOP and expire_if_stale(process):
+        raise Conflict(
+            f"process {process.public_id} is CLOSED/STALE: engine {process.think_engine} "
+            f"{process.engine_version} is no longer available"
+        )
+    if call in INTERRUPTING:
+        request_interrupt(process_id, call)
+    try:
+        lease = lanes.acquire(process_id, wait=settings.VANCETOPE_LIFECYCLE_WAIT_SECONDS)
+        if lease is None:
+            raise Unavailable(f"process {process.public_id} is busy; try again")
+        with lanes.holding(lease) as keeper:
+            process = load_process(process_id)
+            rule = check_call(call, process.status, process.close_reason, label=process.public_id)
+            engine = engine_of(process)
+            prepared = build_context(
+                engine, process, keeper, queue_turn=lambda text: queue_own_turn(process_id, text)
+            )
+            if call is Call.RESET:
+                process.engine_state = {}
+            else:
+                getattr(engine, call.value)(process, prepared.ctx)
+            assert rule.to is not None
+            to_status, reason = rule.to, ""
+            if call is Call.STOP:
+                reason = CloseReason.STOPPED
+            if call is Call.START:
+                to_status, reason = ended_status(prepared, rule.to)
+            commit_call(process, lease, prepared, call, to_status, reason)
+    finally:
+        if call in INTERRUPTING:
+            clear_interrupt(process_id, call)
+    report_to_parent(process, process.status, process.close_reason)
+    if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
+        wake_lane(process_id)
+    return process

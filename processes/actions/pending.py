@@ -1,0 +1,49 @@
+"""Appending pending messages: the one way a message reaches a process's queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from processes.models import PendingKind, PendingMessage, ThinkProcess
+from processes.states import Status
+from vancetope.infra import fastsql
+
+
+def take_seqs(process_id: int, count: int, *, unless_closed: bool = False) -> ThinkProcess | None:
+    """Take the process's next `count` pending seqs, in one statement that also locks its row
+    until the transaction ends; the process as that left it (the seqs taken end just below its
+    `next_pending_seq`), or None if there is no such process (with `unless_closed`, no such
+    process that is not CLOSED)."""
+    where = "id = %s"
+    params: list[Any] = [process_id]
+    if unless_closed:
+        where += " AND status <> %s"
+        params.append(Status.CLOSED)
+    found = fastsql.update_returning(
+        ThinkProcess, where, params, {"next_pending_seq": fastsql.Add(count)}
+    )
+    return found[0] if found else None
+
+
+def insert_pending(
+    process: ThinkProcess, kind: PendingKind, payloads: list[dict[str, Any]]
+) -> list[PendingMessage]:
+    """Store pending messages with the seqs just taken for them (see take_seqs)."""
+    first = process.next_pending_seq - len(payloads)
+    messages = [
+        PendingMessage(process_id=process.pk, seq=first + n, kind=kind, payload=payload)
+        for n, payload in enumerate(payloads)
+    ]
+    fastsql.insert(messages, returning_pk=True)
+    return messages
+
+
+def queue_own_turn(process_id: int, text: str) -> None:
+    """A CONTROL message from the process to itself, appended under its own lane (so without
+    the steer status check): the lane drains it after the current lifecycle call."""
+    with transaction.atomic():
+        process = take_seqs(process_id, 1)
+        assert process is not None
+        insert_pending(process, PendingKind.CONTROL, [{"text": text}])

@@ -1,0 +1,51 @@
+"""Parent reports: a child that ends or blocks tells its parent (ARCHITECTURE §4, §5a)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from engines.registry import get_engine
+from processes.actions.pending import insert_pending, take_seqs
+from processes.lane.wake import wake_lane
+from processes.models import PendingKind, PendingMessage, ThinkProcess
+from processes.states import WAKE_ON_MESSAGE, CloseReason, Status
+
+log = logging.getLogger(__name__)
+
+# Statuses (or close reasons) a parent hears about, as the event name its engine summarises.
+REPORTED_TO_PARENT = {Status.BLOCKED, CloseReason.DONE, CloseReason.STOPPED, CloseReason.FAILED}
+
+
+def report_to_parent(process: ThinkProcess, status: str, reason: str) -> PendingMessage | None:
+    """A child reached DONE, BLOCKED, STOPPED or FAILED: its engine's summary becomes a
+    PARENT_REPORT pending message of the parent, which wakes it. A report to a PAUSED or
+    SUSPENDED parent waits for its resume; a CLOSED parent hears nothing."""
+    event = reason if status == Status.CLOSED else status
+    if process.parent_id is None or event not in REPORTED_TO_PARENT:
+        return None
+    engine = get_engine(process.think_engine)
+    if engine is None:
+        return None
+    summary = engine.summarize_for_parent(process, event)
+    payload = {
+        "text": summary.human_summary,
+        "childId": process.public_id,
+        "engine": process.think_engine,
+        "event": event,
+        "payload": summary.payload,
+    }
+    with transaction.atomic():
+        parent = take_seqs(process.parent_id, 1, unless_closed=True)
+        if parent is None:
+            log.info(
+                "%s: parent tp_%s is gone or closed; report dropped",
+                process.public_id,
+                process.parent_id,
+            )
+            return None
+        [message] = insert_pending(parent, PendingKind.PARENT_REPORT, [payload])
+        if parent.status in WAKE_ON_MESSAGE:
+            wake_lane(process.parent_id)
+    return message

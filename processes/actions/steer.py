@@ -1,0 +1,82 @@
+"""Steering: a message from a person (chat, steer) appended to a process's pending queue."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from processes.actions.lifecycle import check_session_allows
+from processes.actions.pending import insert_pending, take_seqs
+from processes.lane.wake import wake_lane
+from processes.models import PendingKind, PendingMessage
+from processes.queries import chat_process_of, forget_chat_process, is_visible
+from processes.states import WAKE_ON_MESSAGE, Call, check_call
+from sessions_app.models import Session, SessionStatus
+from vancetope.errors import Conflict, NotFound
+from vancetope.infra import fastsql
+
+
+@dataclass(frozen=True)
+class Steered:
+    message: PendingMessage
+    pending: int
+
+
+def steer_process(
+    process_id: int, text: str, kind: PendingKind = PendingKind.STEER, *, user: Any = None
+) -> Steered:
+    """Append a pending message; wake the lane unless the process waits for resume. With
+    `user`, a process the user may not see is not found (and nothing changes)."""
+    return steer_many(process_id, [text], kind, user=user)[0]
+
+
+def steer_many(
+    process_id: int,
+    texts: list[str],
+    kind: PendingKind = PendingKind.STEER,
+    *,
+    user: Any = None,
+    chat_session: int | None = None,
+) -> list[Steered]:
+    """Append several pending messages in order, in one transaction: all or none (a burst
+    of steers from one socket costs one transaction, not one each). `chat_session`: they are
+    the chat of this session's client, so the process must be its chat process and the session
+    OPEN."""
+    with transaction.atomic():
+        # A refusal below rolls back the seqs taken here. The session is locked after the
+        # process (as a lane's commit locks them), its activity noted.
+        process = take_seqs(process_id, len(texts))
+        if process is None:
+            raise NotFound(f"process tp_{process_id} not found")
+        [process.session] = fastsql.update_returning(
+            Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
+        )
+        if user is not None and not is_visible(process, user):
+            raise NotFound(f"process tp_{process_id} not found")
+        session = process.session
+        if chat_session is not None:
+            if process.session_id != chat_session or session.chat_process_id != process_id:
+                forget_chat_process(chat_session)
+                raise Conflict(f"session sess_{chat_session} has no chat process")
+            if session.status != SessionStatus.OPEN:
+                raise Conflict(f"session {session.public_id} is {session.status}")
+        check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
+        check_session_allows(process, Call.STEER)
+        messages = insert_pending(process, kind, [{"text": text} for text in texts])
+        if process.status in WAKE_ON_MESSAGE:
+            wake_lane(process_id)
+    # Each steer's reply says how many were pending once it was appended.
+    before = process.waiting - len(messages)
+    return [Steered(message, before + n) for n, message in enumerate(messages, start=1)]
+
+
+def send_chat(session_id: int, text: str) -> Steered:
+    """A chat message from the session's client goes to the session's chat process."""
+    process_id = chat_process_of(session_id)
+    if process_id is None:
+        raise Conflict(f"session sess_{session_id} has no chat process")
+    [steered] = steer_many(process_id, [text], PendingKind.USER, chat_session=session_id)
+    return steered

@@ -1,0 +1,1 @@
+"""The process app's implementations of the engine capabilities (engines/capabilities.py)."""

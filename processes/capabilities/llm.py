@@ -1,0 +1,56 @@
+"""`ctx.llm`: chat completion for engines. Streams text deltas to the client, counts tokens,
+and checks the lane boundary between deltas (a pause or stop ends the call early)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from engines.context import TurnUsage
+from sessions_app.event_sink import EventSink
+from vancetope.llm.base import Completion, LlmMessage, LlmProvider, TextDelta, ToolCall, ToolSchema
+
+
+class LlmAccess:
+    def __init__(
+        self,
+        provider: LlmProvider,
+        events: EventSink,
+        usage: TurnUsage,
+        boundary: Callable[[], None],
+    ) -> None:
+        self.provider = provider
+        self._events = events
+        self._usage = usage
+        self._boundary = boundary
+
+    def stream(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+    ) -> Iterator[TextDelta | ToolCall]:
+        # What the turn has to say (its start, the user's message) is out before the wait.
+        self._events.store_held()
+        for item in self.provider.stream(messages, tools):
+            if isinstance(item, TextDelta | ToolCall):
+                yield item
+                self._boundary()
+            else:
+                self._usage.prompt_tokens += item.prompt_tokens
+                self._usage.completion_tokens += item.completion_tokens
+
+    def complete(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        stream_to_client: bool = True,
+    ) -> Completion:
+        completion = Completion()
+        parts: list[str] = []
+        for item in self.stream(messages, tools):
+            if isinstance(item, TextDelta):
+                parts.append(item.text)
+                if stream_to_client and item.text:
+                    self._events.chat_delta(item.text)
+            else:
+                completion.tool_calls.append(item)
+        completion.text = "".join(parts)
+        return completion

@@ -1,0 +1,177 @@
+"""Commits of the lane: a turn's work, or a lifecycle call's, in one fenced transaction.
+
+A commit holds only while the lane's lease does: every write names the lease's fence, so a
+worker that lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from processes import transitions
+from processes.lane import lease as lanes
+from processes.lane.context import Prepared
+from processes.models import ConversationMessage, PendingMessage, ThinkProcess
+from processes.queries import next_pending
+from processes.states import TURN_OUTCOMES, Call, Status
+from vancetope.infra import fastsql
+
+
+def append_conversation(process: ThinkProcess, prepared: Prepared) -> int:
+    rows = prepared.conversation.rows(process.conversation_length)
+    fastsql.insert(rows)
+    return len(rows)
+
+
+def ended_status(prepared: Prepared, default: Status) -> tuple[Status, str]:
+    """The status (and close reason) the engine's decision asks for, or `default`."""
+    ctx = prepared.ctx
+    if ctx.outcome is None:
+        return default, ""
+    return Status(ctx.outcome), str(ctx.finish_reason or "")
+
+
+def commit_turn(
+    process: ThinkProcess, lease: lanes.Lease, prepared: Prepared, message: PendingMessage
+) -> PendingMessage | None:
+    """Store the turn's messages, usage, engine state and events, and consume the pending
+    message, in one transaction that holds only if our lease does.
+
+    Returns the next message to run. When there is none (or an interrupt is waiting, or the
+    engine ended the process), the same transaction ends the run: the process leaves RUNNING
+    and the lane is let go."""
+    ctx, events = prepared.ctx, prepared.events
+    now = timezone.now()
+    with transaction.atomic():
+        events.open()
+        added = append_conversation(process, prepared)
+        updated = lease.update(
+            {
+                "engine_state": process.engine_state,
+                "conversation_length": fastsql.Add(added),
+                "consumed_count": fastsql.Add(1),
+                "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
+                "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+                "last_error": "",
+                "updated_at": now,
+                "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
+            }
+        )
+        if updated != 1:
+            raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
+        consumed = fastsql.update(
+            PendingMessage,
+            "id = %s AND consumed = %s",
+            [message.pk, False],
+            {"consumed": True, "consumed_at": now, "consumed_fence": lease.fence},
+        )
+        if consumed != 1:
+            raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
+        # Read after our row update: a steer committed before it is seen here, one committed
+        # after it wakes the lane itself once this transaction has let the lane go.
+        upcoming = (
+            None if ctx.outcome is not None else next_pending(process.pk, unless_interrupted=True)
+        )
+        if upcoming is None:
+            process.last_error = ""
+            outcome, reason = ended_status(prepared, Status.IDLE)
+            assert outcome in TURN_OUTCOMES
+            end_run(process, lease, outcome, reason, prepared)
+        events.flush()
+    process.conversation_length += added
+    process.consumed_count += 1
+    prepared.conversation.remember_committed()
+    process.prompt_tokens += ctx.usage.prompt_tokens
+    process.completion_tokens += ctx.usage.completion_tokens
+    process.last_error = ""
+    lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
+    return upcoming
+
+
+def end_run(
+    process: ThinkProcess, lease: lanes.Lease, to_status: Status, reason: str, prepared: Prepared
+) -> None:
+    """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
+    goes out with the turn's other events)."""
+    event = lease_transition(process, lease, Call.TURN_END, to_status, reason, release=True)
+    prepared.events.emit_after_commit(*event)
+    lease.released = True
+
+
+def lease_transition(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    call: Call,
+    to_status: Status,
+    reason: str = "",
+    *,
+    release: bool = False,
+) -> transitions.Event:
+    """A status change under the lane's lease (call inside a transaction); returns the status
+    event for the caller to store with its other events. A row that moved under the lease
+    means the lease is gone."""
+    changes: dict[str, Any] = {"last_error": process.last_error}
+    if release:
+        changes.update(lease_owner="", lease_expires_at=None)
+    detail = process.last_error if reason == "FAILED" else ""
+    try:
+        return transitions.apply(
+            process,
+            call,
+            to_status,
+            reason,
+            lease=lease,
+            changes=changes,
+            detail=detail,
+            emit=False,
+        )
+    except transitions.TransitionLost as exc:
+        raise lanes.LeaseLost(str(exc)) from exc
+
+
+def commit_call(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    prepared: Prepared,
+    call: Call,
+    to_status: Status,
+    reason: str,
+) -> None:
+    """Store a lifecycle call's outcome: the engine's work (if any) and the new status."""
+    ctx = prepared.ctx
+    reset = call is Call.RESET
+    with transaction.atomic():
+        if reset:
+            ConversationMessage.objects.filter(process_id=process.pk).delete()
+            added = 0
+        else:
+            added = append_conversation(process, prepared)
+        changes: dict[str, Any] = {
+            "engine_state": process.engine_state,
+            "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
+            "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+        }
+        if reset:
+            changes["conversation_length"] = 0
+            changes["conversation_epoch"] = fastsql.Add(1)
+        else:
+            changes["conversation_length"] = fastsql.Add(added)
+        if call in {Call.RESUME, Call.RESET, Call.STOP}:
+            # The user decided about a drifted process.
+            changes["context_drift"] = False
+            process.context_drift = False
+        try:
+            event = transitions.apply(
+                process, call, to_status, reason, lease=lease, changes=changes, emit=False
+            )
+        except transitions.TransitionLost as exc:
+            raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit") from exc
+        prepared.events.emit_after_commit(*event)
+        prepared.events.flush()
+    process.refresh_from_db()
+    if added:
+        prepared.conversation.remember_committed()

@@ -1,0 +1,79 @@
+"""Building a ThinkEngineContext: the capability implementations, put together for one call.
+
+A new capability is one line here and its implementation with the app that owns its data;
+engines/capabilities.py names the Protocol it implements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from engines.base import ThinkEngine
+from engines.context import ThinkEngineContext, TurnUsage
+from processes.capabilities.conversation import ConversationBuffer
+from processes.capabilities.llm import LlmAccess
+from processes.capabilities.tools import toolbox_for
+from processes.lane import lease as lanes
+from processes.lane.boundary import Boundary
+from processes.models import ThinkProcess
+from processes.queries import chat_process_of
+from sessions_app.event_sink import Event, EventSink
+from vancetope.llm.factory import get_provider
+from vancetope.tools.health import ToolHealthAccess
+
+
+def engine_settings(engine: ThinkEngine, process: ThinkProcess) -> dict[str, object]:
+    """Engine defaults ← recipe params ← process params, and the recipe's prompt prefix."""
+    snapshot = process.recipe_snapshot
+    return {
+        **engine.default_settings,
+        **snapshot.get("params", {}),
+        **process.engine_params,
+        "promptPrefix": snapshot.get("promptPrefix", ""),
+    }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A context and the concrete parts of it the lane commits (the engine sees only the
+    Protocols)."""
+
+    ctx: ThinkEngineContext
+    conversation: ConversationBuffer
+    events: EventSink
+
+
+def build_context(
+    engine: ThinkEngine,
+    process: ThinkProcess,
+    keeper: lanes.LeaseKeeper,
+    queue_turn: Callable[[str], None],
+    opening: Callable[[], list[Event]] | None = None,
+) -> Prepared:
+    """`opening` runs inside the transaction that stores the call's first events (the lane
+    starts its run that way)."""
+    events = EventSink(
+        process.session_id, process.public_id, settings.VANCETOPE_DELTA_INTERVAL_SECONDS, opening
+    )
+    usage = TurnUsage()
+    boundary = Boundary(keeper)
+    conversation = ConversationBuffer(process)
+    ctx = ThinkEngineContext(
+        process=process,
+        llm=LlmAccess(get_provider(), events, usage, boundary),
+        conversation=conversation,
+        events=events,
+        settings=engine_settings(engine, process),
+        usage=usage,
+        tools=toolbox_for(
+            process, engine.allowed_tools, boundary, conversation=conversation, events=events
+        ),
+        is_chat_process=chat_process_of(process.session_id) == process.pk,
+        queue_turn=queue_turn,
+    )
+    if process.category == "service":
+        ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
+    return Prepared(ctx, conversation, events)

@@ -1,0 +1,162 @@
+"""A turn: the lane drains a process's pending messages in sequence order, one `steer` each.
+
+`drive_lane` is the body of the lane task (processes/lane/tasks.py), on the in-process worker
+and on Celery workers alike.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from engines import messages
+from engines.base import ThinkEngine
+from engines.registry import get_engine
+from processes.actions.pending import queue_own_turn
+from processes.actions.reports import report_to_parent
+from processes.lane import lease as lanes
+from processes.lane.boundary import TurnInterrupted, interrupt_is_fresh
+from processes.lane.commit import commit_turn, lease_transition
+from processes.lane.context import Prepared, build_context
+from processes.lane.worker import is_stopping
+from processes.models import PendingMessage, ThinkProcess
+from processes.queries import has_work, load_process, next_pending
+from processes.recovery import expire_if_stale
+from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
+from processes.transitions import Event
+from sessions_app.events import emit_events
+from vancetope.errors import Conflict
+
+log = logging.getLogger(__name__)
+
+# Attempts of one pending message before the process is closed FAILED.
+MAX_TURN_ATTEMPTS = 3
+
+
+def engine_of(process: ThinkProcess) -> ThinkEngine:
+    engine = get_engine(process.think_engine)
+    if engine is None:
+        raise Conflict(f"think engine {process.think_engine!r} is not registered")
+    return engine
+
+
+def typed(message: PendingMessage) -> messages.PendingMessage:
+    return messages.parse(message.kind, message.seq, message.payload)
+
+
+def prepare(
+    engine: ThinkEngine, process: ThinkProcess, keeper: lanes.LeaseKeeper, run: Run | None = None
+) -> Prepared:
+    return build_context(
+        engine,
+        process,
+        keeper,
+        queue_turn=lambda text: queue_own_turn(process.pk, text),
+        opening=run.start if run is not None and not run.started else None,
+    )
+
+
+def drive_lane(process_id: int) -> int:
+    """Drain the process's pending messages in sequence order. Returns the number of turns
+    run. If another worker holds the lane this returns at once: the holder looks for new
+    messages before it lets go."""
+    turns = 0
+    while not is_stopping():
+        lease = lanes.try_acquire(process_id)
+        if lease is None:
+            return turns
+        try:
+            with lanes.holding(lease) as keeper:
+                turns += _drain(process_id, keeper)
+        except lanes.LeaseLost:
+            log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
+            return turns
+        # A lane let go by the commit that found no more work needs no second look: a message
+        # sent after that commit woke the lane itself.
+        if lease.released or not has_work(process_id):
+            return turns
+    return turns
+
+
+def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
+    """Run turns on the pending messages until none is left, an interrupt arrives or the
+    engine ends the process. The commit of the last turn also ends the run (status and lane)."""
+    lease = keeper.lease
+    process = lease.process or load_process(process_id)
+    if process.status not in WAKE_ON_MESSAGE:
+        return 0
+    if interrupt_is_fresh(process.interrupt, process.interrupt_at):
+        return 0
+    if expire_if_stale(process, lease):
+        return 0
+    message = next_pending(process_id)
+    if message is None:
+        return 0
+    engine = engine_of(process)
+    run = Run(process, lease)
+    turns = 0
+    failures = 0
+    while message is not None:
+        prepared = prepare(engine, process, keeper, run)
+        try:
+            engine.steer(process, prepared.ctx, typed(message))
+        except TurnInterrupted:
+            break
+        except lanes.LeaseLost:
+            raise
+        except Exception as exc:
+            failures += 1
+            log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
+            process.last_error = f"{type(exc).__name__}: {exc}"
+            if failures >= MAX_TURN_ATTEMPTS:
+                _fail(process, lease, run)
+                return turns
+            continue
+        failures = 0
+        turns += 1
+        message = commit_turn(process, lease, prepared, message)
+    if process.status == Status.RUNNING:
+        # Interrupted between deltas: the message stays pending, the caller gets the lane.
+        with transaction.atomic():
+            event = lease_transition(process, lease, Call.TURN_END, Status.IDLE)
+            emit_events(process.session_id, [event])
+    elif run.started:
+        report_to_parent(process, process.status, process.close_reason)
+    return turns
+
+
+def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
+    """The same message failed MAX_TURN_ATTEMPTS times: CLOSED/FAILED, and the parent hears."""
+    with transaction.atomic():
+        events = run.start()
+        events.append(("notification", _failure_notice(process)))
+        events.append(
+            lease_transition(process, lease, Call.TURN_END, Status.CLOSED, CloseReason.FAILED)
+        )
+        emit_events(process.session_id, events)
+    report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
+
+
+def _failure_notice(process: ThinkProcess) -> dict[str, str]:
+    return {"text": f"{process.public_id} failed: {process.last_error}", "level": "error"}
+
+
+class Run:
+    """A lane's run over pending messages. RUNNING is written with the first thing the run
+    stores (its first events, or its first commit), so starting a turn costs no transaction
+    of its own; the commit that finds no more work ends the run."""
+
+    def __init__(self, process: ThinkProcess, lease: lanes.Lease) -> None:
+        self.process = process
+        self.lease = lease
+        self.started = False
+
+    def start(self) -> list[Event]:
+        """Inside a transaction: move to RUNNING unless done; returns the status event to
+        store in that same transaction, ahead of the run's other events."""
+        if self.started:
+            return []
+        event = lease_transition(self.process, self.lease, Call.TURN, Status.RUNNING)
+        self.started = True
+        return [event]

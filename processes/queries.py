@@ -1,0 +1,111 @@
+"""Reading processes: what a user may see, one process as the lane loads it, pending work."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from processes.lane.boundary import INTERRUPT_TTL, interrupt_is_fresh
+from processes.models import PendingMessage, ThinkProcess
+from processes.states import WAKE_ON_MESSAGE
+from sessions_app.models import Session
+from vancetope.errors import NotFound
+from vancetope.infra import fastsql
+
+
+def visible_processes(user: Any) -> QuerySet[ThinkProcess]:
+    """Processes of the user's own sessions; service processes are not listed to users."""
+    if not user.is_authenticated:
+        return ThinkProcess.objects.none()
+    return (
+        ThinkProcess.objects.filter(session__owner=user)
+        .exclude(recipe_snapshot__category="service")
+        .select_related("session", "parent")
+    )
+
+
+def is_visible(process: ThinkProcess, user: Any) -> bool:
+    """The rule of `visible_processes` for one loaded process (with its session)."""
+    return (
+        user.is_authenticated
+        and process.session.owner_id == user.pk
+        and process.recipe_snapshot.get("category") != "service"
+    )
+
+
+def get_visible_process(user: Any, process_id: int) -> ThinkProcess:
+    process = visible_processes(user).filter(pk=process_id).first()
+    if process is None:
+        raise NotFound(f"process tp_{process_id} not found")
+    return process
+
+
+def pending_count(process_id: int) -> int:
+    process = ThinkProcess.objects.only("next_pending_seq", "consumed_count").get(pk=process_id)
+    return process.waiting
+
+
+def load_process(process_id: int) -> ThinkProcess:
+    """The process with its session, as the lane reads them (prepared SQL, no joins)."""
+    found = fastsql.select(ThinkProcess, "id = %s", [process_id])
+    if not found:
+        raise NotFound(f"process tp_{process_id} not found")
+    process = found[0]
+    process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
+    return process
+
+
+def has_work(process_id: int) -> bool:
+    """A wakeable process with pending messages and no fresh interrupt."""
+    row = (
+        ThinkProcess.objects.filter(pk=process_id)
+        .values("status", "interrupt", "interrupt_at")
+        .first()
+    )
+    if row is None or row["status"] not in WAKE_ON_MESSAGE:
+        return False
+    if interrupt_is_fresh(row["interrupt"], row["interrupt_at"]):
+        return False
+    return PendingMessage.objects.filter(process_id=process_id, consumed=False).exists()
+
+
+def next_pending(process_id: int, *, unless_interrupted: bool = False) -> PendingMessage | None:
+    """The process's next pending message; with `unless_interrupted`, none while a fresh
+    interrupt waits (checked in the same statement)."""
+    where = "process_id = %s AND consumed = %s"
+    params: list[Any] = [process_id, False]
+    if unless_interrupted:
+        where += (
+            f" AND NOT EXISTS (SELECT 1 FROM {fastsql.table(ThinkProcess)} "
+            "WHERE id = %s AND interrupt <> '' AND interrupt_at > %s)"
+        )
+        fresh_after = timezone.now() - INTERRUPT_TTL
+        params += [process_id, connection.ops.adapt_datetimefield_value(fresh_after)]
+    found = fastsql.select(PendingMessage, where, params, tail="ORDER BY seq LIMIT 1")
+    return found[0] if found else None
+
+
+# Session id → its chat process. A session's chat process is set once, when the session is
+# created, and never changes, so a lane need not read the session row for it every turn.
+_chat_processes: dict[int, int] = {}
+CHAT_PROCESS_CACHE = 10_000
+
+
+def chat_process_of(session_id: int) -> int | None:
+    found = _chat_processes.get(session_id)
+    if found is None:
+        found = fastsql.scalar(
+            f"SELECT chat_process_id FROM {fastsql.table(Session)} WHERE id = %s", [session_id]
+        )
+        if found is not None:
+            if len(_chat_processes) >= CHAT_PROCESS_CACHE:
+                _chat_processes.clear()
+            _chat_processes[session_id] = found
+    return found
+
+
+def forget_chat_process(session_id: int) -> None:
+    _chat_processes.pop(session_id, None)

@@ -1,0 +1,106 @@
+"""Staleness and recovery: what a restarted Brain (and the periodic sweep) puts right."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from engines.registry import is_compatible
+from processes import transitions
+from processes.lane import lease as lanes
+from processes.lane.wake import wake_lane
+from processes.models import PendingMessage, ThinkProcess
+from processes.states import WAKE_ON_MESSAGE, Status
+
+# A pending message older than this on an idle lane lost its wake-up: the sweeper wakes it.
+LOST_WAKE_AFTER = timedelta(seconds=5)
+# Processes brought back per statement by recover_lanes.
+RECOVER_CHUNK = 500
+
+
+def expire_if_stale(process: ThinkProcess, lease: lanes.Lease | None = None) -> bool:
+    """Close a process whose engine is gone or of another major version (CLOSED/STALE).
+    True if its engine is not available (whoever closed it)."""
+    if process.status == Status.CLOSED or is_compatible(
+        process.think_engine, process.engine_version
+    ):
+        return False
+    transitions.expire(
+        process,
+        f"engine {process.think_engine} {process.engine_version} not available",
+        lease=lease,
+    )
+    return True
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    recovered: int
+    expired: int
+    woken: int
+
+
+def recover_processes() -> RecoveryReport:
+    """At start: close stale processes, then recover every lane (see recover_lanes)."""
+    expired = 0
+    engines = ThinkProcess.objects.exclude(status=Status.CLOSED).values_list(
+        "think_engine", "engine_version"
+    )
+    # Ten thousand processes use a handful of engine versions: check each version once and
+    # load only the processes of the incompatible ones.
+    for engine, version in engines.distinct().order_by():
+        if is_compatible(engine, version):
+            continue
+        stale = ThinkProcess.objects.exclude(status=Status.CLOSED).filter(
+            think_engine=engine, engine_version=version
+        )
+        for process in stale.select_related("session"):
+            if expire_if_stale(process):
+                expired += 1
+    lanes_report = recover_lanes(min_pending_age=timedelta(0))
+    return RecoveryReport(lanes_report.recovered, expired, lanes_report.woken)
+
+
+def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
+    """Bring back processes left RUNNING by a dead worker (lease expired, or its owner was a
+    process on this host that no longer runs) to IDLE, and wake every wakeable process whose
+    oldest pending message has waited longer than `min_pending_age` with nobody on its lane."""
+    now = timezone.now()
+    running = ThinkProcess.objects.filter(status=Status.RUNNING).values_list(
+        "pk", "lease_owner", "lease_expires_at", "lease_fence"
+    )
+    # Owners are host:pid:thread:random; whether one is dead depends on its host and pid.
+    dead_workers: dict[str, bool] = {}
+    candidates = []
+    owners: dict[int, str] = {}
+    for pk, owner, expires_at, fence in running:
+        worker = ":".join(owner.split(":", 2)[:2])
+        if worker not in dead_workers:
+            dead_workers[worker] = not owner or lanes.owner_is_dead(owner)
+        if dead_workers[worker] or expires_at is None or expires_at < now:
+            candidates.append((pk, fence))
+            owners[pk] = owner
+    recovered = 0
+    for start in range(0, len(candidates), RECOVER_CHUNK):
+        recovered += transitions.recover_running(candidates[start : start + RECOVER_CHUNK], owners)
+    waiting = (
+        PendingMessage.objects.filter(
+            consumed=False,
+            created_at__lte=now - min_pending_age,
+            process__status__in=WAKE_ON_MESSAGE,
+        )
+        .filter(Q(process__lease_owner="") | Q(process__lease_expires_at__lt=now))
+        # Without order_by() the model's ordering (process, seq) joins the DISTINCT and every
+        # message, not every process, would be woken.
+        .order_by()
+        .values_list("process_id", flat=True)
+        .distinct()
+    )
+    woken = 0
+    for process_id in waiting:
+        wake_lane(process_id)
+        woken += 1
+    return RecoveryReport(recovered=recovered, expired=0, woken=woken)

@@ -1,0 +1,95 @@
+"""`ctx.events`: events to the session's client, stored and pushed in the order the engine
+emits them.
+
+Streamed text is coalesced: a delta goes out at once when `delta_interval` seconds have passed
+since the sink last stored anything (so the first delta of a slow LLM is never held), otherwise
+it is held and joined with the next ones. Held deltas go out with the next event, before a tool
+runs (`store_held`), and at the commit. Whole messages (the assistant's answer, task trees) wait
+for the commit, so a client never sees what a crash takes back.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+
+from sessions_app.events import emit_events
+
+Event = tuple[str, dict[str, Any]]
+
+
+class EventSink:
+    def __init__(
+        self,
+        session_id: int,
+        process_public_id: str,
+        delta_interval: float,
+        opening: Callable[[], list[Event]] | None = None,
+    ) -> None:
+        self._session_id = session_id
+        self._process_id = process_public_id
+        self._delta_interval = delta_interval
+        # Run (inside the transaction) before the first events are stored; its events go
+        # first. The lane starts its run this way (RUNNING).
+        self._opening = opening
+        self._held: list[Event] = []
+        self._last_stored = -math.inf
+        self.after_commit: list[Event] = []
+
+    def emit(self, event: str, data: dict[str, Any]) -> None:
+        """Store and push `event` now (with any held deltas before it)."""
+        self._held.append((event, data))
+        self.store_held()
+
+    def emit_after_commit(self, event: str, data: dict[str, Any]) -> None:
+        self.after_commit.append((event, data))
+
+    def chat_delta(self, text: str) -> None:
+        if self._held and self._held[-1][0] == "chat-delta":
+            event, data = self._held[-1]
+            self._held[-1] = (event, {**data, "text": data["text"] + text})
+        else:
+            self._held.append(("chat-delta", {"processId": self._process_id, "text": text}))
+        if time.monotonic() - self._last_stored >= self._delta_interval:
+            self.store_held()
+
+    def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
+        data = {"processId": self._process_id, "role": role, "text": text}
+        if at_once:
+            self.emit("chat-message", data)
+        else:
+            self.emit_after_commit("chat-message", data)
+
+    def task_tree(self, tree: dict[str, Any]) -> None:
+        self.emit_after_commit("task-tree", {"processId": self._process_id, "tree": tree})
+
+    def notify(self, text: str, level: str = "info") -> None:
+        self.emit("notification", {"text": text, "level": level})
+
+    def open(self) -> None:
+        """Run the opening, if it has not run yet (inside the caller's transaction)."""
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            self._held[:0] = opening()
+
+    def store_held(self) -> None:
+        """Store and push the held events now (before anything else the client will see, and
+        before the engine waits on an LLM or a tool)."""
+        if not self._held and self._opening is None:
+            return
+        with transaction.atomic():
+            self.open()
+            held, self._held = self._held, []
+            emit_events(self._session_id, held)
+        self._last_stored = time.monotonic()
+
+    def flush(self) -> None:
+        """At the commit (inside its transaction): the held events, then the whole messages."""
+        self.open()
+        pending = [*self._held, *self.after_commit]
+        self._held, self.after_commit = [], []
+        emit_events(self._session_id, pending)

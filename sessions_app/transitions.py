@@ -1,0 +1,81 @@
+"""The one writer of a session's status, and its table.
+
+| call    | allowed in        | result    |
+| ------- | ----------------- | --------- |
+| suspend | OPEN              | SUSPENDED (with its cause) |
+| resume  | SUSPENDED         | OPEN      |
+| close   | OPEN, SUSPENDED   | CLOSED    |
+
+`apply` checks the call against the table (409, nothing changed), writes the change by
+compare-and-swap on the status it was read in, records a SessionTransition row and stores the
+`session-status` event, in one transaction. Nothing else writes a session's status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app.events import emit_event
+from sessions_app.models import Session, SessionStatus, SessionTransition
+from vancetope.errors import Conflict
+
+
+class SessionCall(StrEnum):
+    SUSPEND = "suspend"
+    RESUME = "resume"
+    CLOSE = "close"
+
+
+@dataclass(frozen=True)
+class Rule:
+    allowed_from: frozenset[str]
+    to: SessionStatus
+
+
+TRANSITIONS: dict[SessionCall, Rule] = {
+    SessionCall.SUSPEND: Rule(frozenset({SessionStatus.OPEN}), SessionStatus.SUSPENDED),
+    SessionCall.RESUME: Rule(frozenset({SessionStatus.SUSPENDED}), SessionStatus.OPEN),
+    SessionCall.CLOSE: Rule(
+        frozenset({SessionStatus.OPEN, SessionStatus.SUSPENDED}), SessionStatus.CLOSED
+    ),
+}
+
+
+def check(call: SessionCall, status: str, label: str) -> Rule:
+    rule = TRANSITIONS[call]
+    if status not in rule.allowed_from:
+        raise Conflict(f"cannot {call.value} session {label}: it is {status}")
+    return rule
+
+
+def apply(
+    session: Session, call: SessionCall, *, cause: str = "", changes: dict[str, Any] | None = None
+) -> bool:
+    """Move the session from the status it was read in; False (nothing written) if another
+    caller moved it first. `changes` are written in the same statement."""
+    rule = check(call, session.status, session.public_id)
+    now = timezone.now()
+    written: dict[str, Any] = {**(changes or {}), "status": rule.to, "suspend_cause": cause}
+    if rule.to == SessionStatus.CLOSED:
+        written["closed_at"] = now
+    with transaction.atomic():
+        moved = Session.objects.filter(pk=session.pk, status=session.status).update(**written)
+        if moved != 1:
+            return False
+        SessionTransition.objects.create(
+            session_id=session.pk,
+            call=call,
+            from_status=session.status,
+            to_status=rule.to,
+            cause=cause,
+            at=now,
+        )
+        emit_event(session.pk, "session-status", {"status": rule.to})
+    for name, value in written.items():
+        setattr(session, name, value)
+    return True
