@@ -9,7 +9,7 @@ from engines.api import ThinkEngineList
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
-from vancetope.api import healthz
+from vancetope.health import healthz
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
