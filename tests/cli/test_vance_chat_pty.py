@@ -71,6 +71,7 @@ def remembered_session(config_dir: Path) -> str:
     return str(entry["sessionId"])
 
 
+@pytest.mark.crash
 def test_chat_streams_the_reply_and_resumes_its_session_after_a_brain_restart(setup: Setup):
     env, token, port, config_dir, work = setup
     brain = Brain(env, port)

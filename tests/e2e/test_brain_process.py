@@ -16,6 +16,7 @@ from tests.support.openai_stub import OpenAIStubServer
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
 
 
+@pytest.mark.crash
 def test_chat_through_the_real_openai_client_survives_a_restart(tmp_path: Path):
     with OpenAIStubServer() as stub:
         env = brain_env(tmp_path, VANCETOPE_LLM="openai", OPENAI_BASE_URL=stub.base_url)
