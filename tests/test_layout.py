@@ -13,9 +13,7 @@ EXEMPT = {"migrations", "tests", "bench", ".venv", "var", "node_modules"}
 def test_no_module_outside_migrations_tests_and_bench_is_over_450_lines():
     # given every Python module of the project
     modules = [
-        path
-        for path in ROOT.rglob("*.py")
-        if not EXEMPT.intersection(path.relative_to(ROOT).parts)
+        path for path in ROOT.rglob("*.py") if not EXEMPT.intersection(path.relative_to(ROOT).parts)
     ]
     assert len(modules) > 50  # the walk found the project
     # when they are counted

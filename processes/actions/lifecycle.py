@@ -16,6 +16,7 @@ from processes.lane import lease as lanes
 from processes.lane.boundary import clear_interrupt, request_interrupt
 from processes.lane.commit import commit_call, ended_status
 from processes.lane.context import build_context
+from processes.lane.driver import engine_of
 from processes.lane.wake import wake_lane
 from processes.models import ThinkProcess
 from processes.queries import load_process, pending_count
@@ -61,8 +62,6 @@ def check_session_allows(process: ThinkProcess, call: Call) -> None:
 
 
 def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
-    from processes.lane.driver import engine_of
-
     process = load_process(process_id)
     check_call(call, process.status, process.close_reason, label=process.public_id)
     check_session_allows(process, call)

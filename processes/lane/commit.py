@@ -17,7 +17,7 @@ from processes.lane import lease as lanes
 from processes.lane.context import Prepared
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.queries import next_pending
-from processes.states import TURN_OUTCOMES, Call, Status
+from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
 from vancetope.infra import fastsql
 
 
@@ -117,7 +117,7 @@ def lease_transition(
     changes: dict[str, Any] = {"last_error": process.last_error}
     if release:
         changes.update(lease_owner="", lease_expires_at=None)
-    detail = process.last_error if reason == "FAILED" else ""
+    detail = process.last_error if reason == CloseReason.FAILED else ""
     try:
         return transitions.apply(
             process,
