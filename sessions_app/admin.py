@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from processes.models import ThinkProcess
-from sessions_app.models import Session, SessionEvent
+from sessions_app.models import Session, SessionEvent, SessionTransition
 
 
 class ProcessInline(admin.TabularInline):
@@ -42,6 +42,17 @@ class RecentEventInline(admin.TabularInline):
         return super().get_queryset(request).order_by("-seq")
 
 
+class TransitionInline(admin.TabularInline):
+    """Status history, written only by sessions_app.transitions."""
+
+    model = SessionTransition
+    extra = 0
+    max_num = 0
+    can_delete = False
+    fields = readonly_fields = ("at", "call", "from_status", "to_status", "cause")
+    verbose_name_plural = "status history"
+
+
 @admin.register(Session)
 class SessionAdmin(admin.ModelAdmin):
     list_display = [
@@ -57,8 +68,9 @@ class SessionAdmin(admin.ModelAdmin):
     ]
     list_filter = ["status", "system", "client_type", "is_human", "on_disconnect", "project"]
     search_fields = ["owner__username", "machine_id", "working_dir"]
-    # Owner, identity, status and activity change only through sessions_app.services (which
-    # cascade to the processes); the operator may tune the policies and the fingerprint.
+    # Owner, identity, status and activity change only through sessions_app.services and
+    # sessions_app.transitions (which cascade to the processes); the operator may tune the
+    # policies and the fingerprint.
     readonly_fields = [
         "owner",
         "project",
@@ -74,7 +86,7 @@ class SessionAdmin(admin.ModelAdmin):
         "closed_at",
         "chat_process",
     ]
-    inlines = [ProcessInline, RecentEventInline]
+    inlines = [ProcessInline, TransitionInline, RecentEventInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # every session is opened by a client through services.create_session

@@ -22,7 +22,8 @@ from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.services import read_bundled_recipes
 from sessions_app.admin import SessionAdmin
 from sessions_app.events import emit_event, record_events
-from sessions_app.models import Session, SessionEvent
+from sessions_app.models import Session, SessionEvent, SuspendCause
+from sessions_app.services import FingerprintData, resume_session, suspend_session
 from tests.conftest import Tenancy, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -304,6 +305,22 @@ def test_session_page_shows_its_processes_and_events(operator, alice):
     page = response.content.decode()
     assert "hello operator" in page
     assert reverse("admin:processes_thinkprocess_change", args=[session.chat_process_id]) in page
+
+
+def test_session_page_shows_its_status_history(operator, alice):
+    # given a session that was suspended by its client's disconnect and resumed
+    session = open_session(alice)
+    suspend_session(session.pk, SuspendCause.DISCONNECT)
+    resume_session(
+        alice.user, session.pk, FingerprintData(machine_id="m-1", working_dir="/work"), None
+    )
+    # when
+    response = operator.get(reverse("admin:brain_sessions_session_change", args=[session.pk]))
+    # then both changes are listed with their cause
+    page = response.content.decode()
+    assert "status history" in page.lower()
+    assert page.count("SUSPENDED") >= 2  # the suspend's to-status and the resume's from-status
+    assert "DISCONNECT" in page
 
 
 def test_sessions_cannot_be_added_by_hand(operator, alice):
