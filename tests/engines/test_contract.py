@@ -8,16 +8,19 @@ engine instance keeps no per-process attributes.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from engines.base import Contract, Summary, ThinkEngine
 from engines.context import CapabilityNotAvailable, NotAvailable, Outcome
-from engines.registry import all_engines, get_engine, is_compatible, register_engine
+from engines.registry import ENGINE_PACKAGE, all_engines, get_engine, is_compatible, register_engine
 from processes.actions.create import create_process
 from processes.actions.lifecycle import (
     pause_process,
@@ -204,6 +207,20 @@ def test_engine_survives_start_steer_pause_resume_suspend_stop_reset_and_a_new_s
 def test_a_chat_process_contract_has_no_goal_or_params():
     with pytest.raises(ValueError, match="chat process"):
         Contract(goal="x", chat_process=True)
+
+
+def test_built_in_engines_import_only_engines_and_the_standard_library():
+    package = Path(__file__).resolve().parents[2].joinpath(*ENGINE_PACKAGE.split("."))
+    allowed = {"engines", "typing_extensions", *sys.stdlib_module_names}
+    imported = set()
+    for module in package.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Import):
+                imported |= {(module.name, alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported.add((module.name, node.module))
+    assert imported, f"no imports found in {package}"
+    assert {(name, what) for name, what in imported if what.split(".")[0] not in allowed} == set()
 
 
 def test_parts_not_built_yet_raise_a_clear_error():
