@@ -7,11 +7,19 @@ built fresh for that call, which is the engine's only way out (LLM, tools, event
 The lane calls `steer` once for every pending message it drains, in sequence order, with the
 message as a typed object (engines/messages.py): that is where an engine does its turn's work.
 `start` may drive a first turn itself (on the goal).
+
+Only `start` and `steer` decide about the process (`ctx.finish`, `ctx.block`); `pause`,
+`resume`, `suspend` and `stop` react to a decision already taken and must not make one.
+
+Every engine declares a `contract`: the goal, params and role under which a new process of it
+stays open after `start`. The contract test (tests/engines/test_contract.py) drives every
+registered engine that way through the whole lifecycle, and checks what `Contract` promises.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,6 +38,28 @@ class Summary:
     payload: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Contract:
+    """How to drive a new process of an engine through its whole lifecycle (start, a turn,
+    pause, resume, suspend, stop, reset, start again, another turn). Under these conditions the
+    process is open (IDLE or BLOCKED) after `start`; the contract test creates it that way."""
+
+    # The goal and process params it is created with.
+    goal: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    # Create it as its session's chat process (`ctx.is_chat_process`), not as a worker: an
+    # engine that answers a worker's goal at once and closes stays open only there.
+    chat_process: bool = False
+    # A one-shot engine (one job per process): its first turn ends the process DONE instead of
+    # leaving it open, so the contract test runs that turn last.
+    turn_finishes: bool = False
+
+    def __post_init__(self) -> None:
+        if self.chat_process and (self.goal or self.params):
+            # Its session creates the chat process from a recipe: there is nowhere to put them.
+            raise ValueError("a chat process is created by its session, with no goal or params")
+
+
 class ThinkEngine(ABC):
     name: ClassVar[str]
     title: ClassVar[str]
@@ -39,6 +69,9 @@ class ThinkEngine(ABC):
     # The engine's default tool pool; recipes add and remove from it.
     allowed_tools: ClassVar[frozenset[str]] = frozenset()
     default_settings: ClassVar[dict[str, Any]] = {}
+    # Required: how a process of this engine stays open after start (see Contract);
+    # register_engine refuses an engine without one.
+    contract: ClassVar[Contract]
 
     @abstractmethod
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

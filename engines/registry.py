@@ -7,7 +7,7 @@ import pkgutil
 import re
 from typing import TypeVar
 
-from engines.base import ThinkEngine
+from engines.base import Contract, ThinkEngine
 
 ENGINE_PACKAGE = "engines.builtin"
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
@@ -20,6 +20,9 @@ def register_engine(cls: E) -> E:
     """Class decorator: register one instance of the engine under its name."""
     if not _NAME.match(cls.name):
         raise ValueError(f"engine name {cls.name!r} must be lowercase-kebab")
+    if not isinstance(getattr(cls, "contract", None), Contract):
+        # Without one the contract test cannot drive the engine (engines/base.py, Contract).
+        raise ValueError(f"engine {cls.name!r} declares no contract")
     existing = _registry.get(cls.name)
     if existing is not None and type(existing) is not cls:
         raise ValueError(f"engine {cls.name!r} registered twice")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import override
 
-from engines.base import ThinkEngine
+from engines.base import Contract, ThinkEngine
 from engines.capabilities import LlmMessage
 from engines.context import Finish
 from engines.registry import register_engine
@@ -46,6 +46,13 @@ class Agrajag(ThinkEngine):
         ),
         "maxSteps": 3,
     }
+    # Spawned for a tool it waits for its CONTROL message; that one turn diagnoses the tool
+    # and closes the process DONE.
+    contract = Contract(
+        goal="Diagnose the failures of tool some_tool",
+        params={"tool": "some_tool"},
+        turn_finishes=True,
+    )
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

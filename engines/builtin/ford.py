@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import override
 
-from engines.base import ThinkEngine
+from engines.base import Contract, ThinkEngine
 from engines.capabilities import LlmMessage
 from engines.registry import register_engine
 
@@ -26,6 +26,8 @@ class Ford(ThinkEngine):
     description = "Minimal chat: user message → LLM → reply. No tools, no memory."
     version = "1.0.0"
     default_settings = {"systemPrompt": "You are Ford, a concise and helpful assistant."}
+    # A worker answers its goal at start and stays open for the next message.
+    contract = Contract(goal="say something")
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

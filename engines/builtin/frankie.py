@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
-from engines.base import Summary, ThinkEngine
+from engines.base import Contract, Summary, ThinkEngine
 from engines.capabilities import LlmMessage
 from engines.context import Finish
 from engines.registry import register_engine
@@ -42,6 +42,8 @@ class Frankie(ThinkEngine):
         # Prompt + completion tokens per goal (or per chat message).
         "maxTokens": 100_000,
     }
+    # A worker closes DONE once its goal is reached; the session's chat process stays open.
+    contract = Contract(chat_process=True)
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
