@@ -8,6 +8,8 @@ transaction.
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 
 from processes.actions.pending import queue_own_turn
@@ -24,6 +26,8 @@ from processes.recovery import expire_if_stale
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, check_call
 from sessions_app.models import SessionStatus
 from vancetope.errors import Conflict, Unavailable
+
+log = logging.getLogger(__name__)
 
 INTERRUPTING = frozenset({Call.PAUSE, Call.SUSPEND, Call.STOP})
 
@@ -93,6 +97,15 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
                 reason = CloseReason.STOPPED
             if call is Call.START:
                 to_status, reason = ended_status(prepared, rule.to)
+            elif prepared.ctx.outcome is not None:
+                # Only start and steer decide about the process (engines/base.py Contract).
+                log.warning(
+                    "%s: engine %s decided %s in %s; ignored",
+                    process.public_id,
+                    process.think_engine,
+                    prepared.ctx.outcome,
+                    call.value,
+                )
             commit_call(process, lease, prepared, call, to_status, reason)
     finally:
         if call in INTERRUPTING:
