@@ -67,12 +67,16 @@ def visible_recipes(user: Any) -> QuerySet[Recipe]:
 
 class RecipeViewSet(viewsets.ViewSet):
     lookup_field = "name"
-    lookup_value_regex = r"[a-z0-9-]+"
+    # Any name reaches the view, so one that cannot exist is a JSON 404 like any other.
+    lookup_value_regex = r"[^/]+"
 
     def _rows(self, request: Request) -> QuerySet[Recipe]:
         rows = visible_recipes(request.user)
         if "scope" in request.query_params:
-            rows = rows.filter(scope=request.query_params["scope"])
+            scope = request.query_params["scope"]
+            if scope not in RecipeScope.values:
+                raise BadRequest(f"scope must be one of {', '.join(RecipeScope.values)}")
+            rows = rows.filter(scope=scope)
         if "engine" in request.query_params:
             rows = rows.filter(engine=request.query_params["engine"])
         return rows.order_by("name", "scope", "pk")
