@@ -8,10 +8,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from engines.registry import all_engines
-from vancetope.api import paginated
+from sessions_app.protocol.outbound import EngineDescriptor
+from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
+
+
+class EnginePage(Page[EngineDescriptor]):
+    """A page of the registered think engines."""
 
 
 class ThinkEngineList(APIView):
-    @extend_schema(operation_id="think_engines_list", responses={200: dict})
+    @extend_schema(
+        operation_id="think_engines_list",
+        parameters=PAGE_PARAMETERS,
+        responses={200: EnginePage, **errors(401)},
+    )
     def get(self, request: Request) -> Response:
         return paginated(request, self, all_engines(), lambda engine: engine.describe())

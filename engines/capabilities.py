@@ -99,7 +99,9 @@ class Events(Protocol):
 
     def task_tree(self, tree: dict[str, Any]) -> None: ...
 
-    def notify(self, text: str, level: str = "info") -> None: ...
+    def notify(self, text: str, level: str = "info") -> None:
+        """A notification for the client; `level` is info, success, warning or error."""
+        ...
 
 
 class ToolOutcome(Protocol):

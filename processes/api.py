@@ -13,13 +13,23 @@ from processes.actions import lifecycle
 from processes.actions.steer import steer_process
 from processes.presenters import process_data, process_detail
 from processes.states import Status
-from vancetope.api import paginated
+from sessions_app.protocol.outbound import PendingData, ProcessDetail, ProcessObject
+from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
 from vancetope.errors import BadRequest, NotFound
 from vancetope.ids import parse_public_id
 
 
 class SteerInput(serializers.Serializer):
     message = serializers.CharField(allow_blank=False)
+
+
+class ProcessPage(Page[ProcessObject]):
+    """A page of processes, newest first."""
+
+
+LIFECYCLE_SCHEMA = extend_schema(
+    request=None, responses={200: ProcessObject, **errors(401, 404, 409)}
+)
 
 
 class ProcessViewSet(viewsets.ViewSet):
@@ -32,8 +42,9 @@ class ProcessViewSet(viewsets.ViewSet):
             OpenApiParameter("session", str, description="sess_… id"),
             OpenApiParameter("status", str, enum=Status.values),
             OpenApiParameter("engine", str, description="think engine name"),
+            *PAGE_PARAMETERS,
         ],
-        responses={200: dict},
+        responses={200: ProcessPage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         rows = queries.visible_processes(request.user)
@@ -55,8 +66,10 @@ class ProcessViewSet(viewsets.ViewSet):
         return paginated(request, self, rows.order_by("-pk"), process_data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("messages", int, description="only the last N messages")],
-        responses={200: dict},
+        parameters=[
+            OpenApiParameter("messages", int, description="only the last N messages (N >= 0)")
+        ],
+        responses={200: ProcessDetail, **errors(400, 401, 404)},
     )
     def retrieve(self, request: Request, process_id: str) -> Response:
         process = self._process(request, process_id)
@@ -73,36 +86,38 @@ class ProcessViewSet(viewsets.ViewSet):
         process = self._process(request, process_id)
         return Response(process_data(call(process.pk)))
 
-    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @LIFECYCLE_SCHEMA
     @action(detail=True, methods=["post"])
     def start(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.start_process)
 
-    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @LIFECYCLE_SCHEMA
     @action(detail=True, methods=["post"])
     def pause(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.pause_process)
 
-    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @LIFECYCLE_SCHEMA
     @action(detail=True, methods=["post"])
     def resume(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.resume_process)
 
-    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @LIFECYCLE_SCHEMA
     @action(detail=True, methods=["post"])
     def stop(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.stop_process)
 
-    @extend_schema(request=None, responses={200: dict, 409: dict})
+    @LIFECYCLE_SCHEMA
     @action(detail=True, methods=["post"])
     def reset(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.reset_process)
 
-    @extend_schema(request=SteerInput, responses={200: dict, 409: dict})
+    @extend_schema(request=SteerInput, responses={200: PendingData, **errors(400, 401, 404, 409)})
     @action(detail=True, methods=["post"])
     def steer(self, request: Request, process_id: str) -> Response:
         process = self._process(request, process_id)
         body = SteerInput(data=request.data)
         body.is_valid(raise_exception=True)
         steered = steer_process(process.pk, body.validated_data["message"])
-        return Response({"processId": process.public_id, "pending": steered.pending})
+        return Response(
+            PendingData(processId=process.public_id, pending=steered.pending).model_dump()
+        )

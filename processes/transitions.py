@@ -4,7 +4,8 @@ Every change of status goes through `apply` (one process) or `recover_running` (
 sweep's bulk form): checked against the table in processes/states.py, written by
 compare-and-swap on the status it was read in (and on the lane's fence when a lane holds the
 process), recorded as a ProcessTransition row, and announced as a `process-status` event built
-by `status_event`, all in the caller's transaction. Nothing else writes `status`.
+by `status_event` from its protocol model, all in the caller's transaction. Nothing else
+writes `status`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ from django.utils import timezone
 from processes.models import ProcessTransition, ThinkProcess
 from processes.states import Call, CloseReason, Status, check_call
 from sessions_app.events import emit_event, emit_events
+from sessions_app.protocol.outbound import Event, ProcessStatusEvent, event
 from vancetope.infra import fastsql
 
 if TYPE_CHECKING:
     from processes.lane.lease import Lease
-
-# An event as it is stored: (event name, data).
-Event = tuple[str, dict[str, Any]]
 
 
 class TransitionLost(Exception):
@@ -36,12 +35,14 @@ class TransitionLost(Exception):
 
 def status_event(process: ThinkProcess, status: str, reason: str = "") -> Event:
     """The `process-status` event of PROTOCOL.md."""
-    data: dict[str, Any] = {"processId": process.public_id, "status": status}
-    if reason:
-        data["closeReason"] = reason
-    if process.context_drift:
-        data["contextDrift"] = True
-    return ("process-status", data)
+    return event(
+        ProcessStatusEvent(
+            processId=process.public_id,
+            status=status,
+            closeReason=reason or None,
+            contextDrift=process.context_drift or None,
+        )
+    )
 
 
 def apply(

@@ -12,7 +12,8 @@ from rest_framework.response import Response
 
 from engines.registry import get_engine
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
-from vancetope.api import paginated
+from sessions_app.protocol.outbound import RecipeObject, RecipesData
+from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
 from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
 from vancetope.tenancy.models import Role
 from vancetope.tenancy.services import get_visible_project, visible_projects, visible_tenants
@@ -35,6 +36,10 @@ def recipe_data(recipe: Recipe) -> dict[str, Any]:
         "tenant": recipe.tenant.slug if recipe.tenant else None,
         "projectId": recipe.project.public_id if recipe.project else None,
     }
+
+
+class RecipePage(Page[RecipeObject]):
+    """A page of recipes, by name (a name may be in several scopes)."""
 
 
 class RecipeInput(serializers.Serializer):
@@ -65,37 +70,49 @@ def visible_recipes(user: Any) -> QuerySet[Recipe]:
     ).select_related("tenant", "project")
 
 
+RECIPE_FILTERS = [
+    OpenApiParameter("scope", str, enum=RecipeScope.values),
+    OpenApiParameter("engine", str, description="think engine name"),
+]
+
+
 class RecipeViewSet(viewsets.ViewSet):
     lookup_field = "name"
-    lookup_value_regex = r"[a-z0-9-]+"
+    # Any name reaches the view, so one that cannot exist is a JSON 404 like any other.
+    lookup_value_regex = r"[^/]+"
 
     def _rows(self, request: Request) -> QuerySet[Recipe]:
         rows = visible_recipes(request.user)
         if "scope" in request.query_params:
-            rows = rows.filter(scope=request.query_params["scope"])
+            scope = request.query_params["scope"]
+            if scope not in RecipeScope.values:
+                raise BadRequest(f"scope must be one of {', '.join(RecipeScope.values)}")
+            rows = rows.filter(scope=scope)
         if "engine" in request.query_params:
             rows = rows.filter(engine=request.query_params["engine"])
         return rows.order_by("name", "scope", "pk")
 
     @extend_schema(
         operation_id="recipes_list",
-        parameters=[
-            OpenApiParameter("scope", str, enum=RecipeScope.values),
-            OpenApiParameter("engine", str, description="think engine name"),
-        ],
-        responses={200: dict},
+        parameters=[*RECIPE_FILTERS, *PAGE_PARAMETERS],
+        responses={200: RecipePage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         return paginated(request, self, self._rows(request), recipe_data)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(
+        parameters=RECIPE_FILTERS,
+        responses={200: RecipesData, **errors(400, 401, 404)},
+    )
     def retrieve(self, request: Request, name: str) -> Response:
         rows = list(self._rows(request).filter(name=name))
         if not rows:
             raise NotFound(f"recipe {name!r} not found")
         return Response({"recipes": [recipe_data(row) for row in rows]})
 
-    @extend_schema(request=RecipeInput, responses={201: dict})
+    @extend_schema(
+        request=RecipeInput, responses={201: RecipeObject, **errors(400, 401, 403, 404, 409)}
+    )
     def create(self, request: Request) -> Response:
         data = self._validated(request)
         owner = self._owner(request, data)
@@ -107,7 +124,7 @@ class RecipeViewSet(viewsets.ViewSet):
         self._apply(recipe, data)
         return Response(recipe_data(recipe), status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=RecipeInput, responses={200: dict})
+    @extend_schema(request=RecipeInput, responses={200: RecipeObject, **errors(400, 401, 403, 404)})
     def update(self, request: Request, name: str) -> Response:
         data = self._validated(request)
         if data["name"] != name:
@@ -124,7 +141,7 @@ class RecipeViewSet(viewsets.ViewSet):
             OpenApiParameter("scope", str, enum=[RecipeScope.TENANT, RecipeScope.PROJECT]),
             OpenApiParameter("projectId", str, required=True, description="proj_… id"),
         ],
-        responses={204: None},
+        responses={204: None, **errors(400, 401, 403, 404)},
     )
     def destroy(self, request: Request, name: str) -> Response:
         scope = request.query_params.get("scope", RecipeScope.PROJECT)

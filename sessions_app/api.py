@@ -10,12 +10,17 @@ from rest_framework.response import Response
 from sessions_app import services
 from sessions_app.models import ClientType, SessionStatus
 from sessions_app.presenters import session_data
-from vancetope.api import paginated
+from sessions_app.protocol.outbound import SessionObject
+from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
 from vancetope.errors import BadRequest
 from vancetope.ids import parse_public_id
 
 TRUE_WORDS = {"1", "true", "yes"}
 FALSE_WORDS = {"0", "false", "no"}
+
+
+class SessionPage(Page[SessionObject]):
+    """A page of sessions, newest first."""
 
 
 class SessionViewSet(viewsets.ViewSet):
@@ -28,8 +33,9 @@ class SessionViewSet(viewsets.ViewSet):
             OpenApiParameter("status", str, enum=SessionStatus.values),
             OpenApiParameter("clientType", str, enum=ClientType.values),
             OpenApiParameter("system", bool),
+            *PAGE_PARAMETERS,
         ],
-        responses={200: dict},
+        responses={200: SessionPage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         rows = services.visible_sessions(request.user)
@@ -49,7 +55,7 @@ class SessionViewSet(viewsets.ViewSet):
             rows = rows.filter(system=system in TRUE_WORDS)
         return paginated(request, self, rows.order_by("-pk"), session_data)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: SessionObject, **errors(401, 404)})
     def retrieve(self, request: Request, session_id: str) -> Response:
         pk = parse_public_id("sess", session_id, "session")
         return Response(session_data(services.get_visible_session(request.user, pk)))

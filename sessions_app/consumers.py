@@ -22,20 +22,22 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from django.db import close_old_connections
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from engines.registry import all_engines
 from processes import queries
 from processes.actions import create, lifecycle
 from processes.actions import steer as steering
+from processes.models import ThinkProcess
 from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
-from sessions_app import protocol as p
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
 from sessions_app.presenters import session_data
+from sessions_app.protocol import inbound as p
+from sessions_app.protocol import outbound as out
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import get_visible_project
@@ -189,17 +191,15 @@ class BrainConsumer(AsyncWebsocketConsumer):
         except Disconnected:
             log.info("socket closed before a frame for sess_%s went out", self.session_id)
 
-    async def send_model(self, model: BaseModel) -> None:
-        await self.send(text_data=model.model_dump_json(exclude_none=False))
-
-    async def reply(self, request_id: str | None, kind: str, data: dict[str, Any]) -> None:
-        await self.send_model(p.ReplyFrame(type=kind, replyTo=request_id, data=data))
+    async def send_model(self, frame: out.Reply) -> None:
+        """A reply (or error), built from its model in sessions_app/protocol/outbound.py."""
+        await self.send(text_data=frame.model_dump_json())
 
     async def send_error(self, request_id: str | None, exc: BrainError) -> None:
-        data = p.ErrorData(
+        data = out.ErrorData(
             code=exc.code, error=exc.error, message=exc.message, field=getattr(exc, "field", None)
         )
-        await self.send_model(p.ErrorFrame(replyTo=request_id, data=data))
+        await self.send_model(out.ErrorFrame(replyTo=request_id, data=data))
 
     async def session_events(self, message: dict[str, Any]) -> None:
         """Group handler: events for the bound session, in seq order, each as (seq, frame
@@ -262,14 +262,11 @@ class BrainConsumer(AsyncWebsocketConsumer):
             tools=[tool.model_dump() for tool in data.tools],
         )
         await self._bind(session, last_seq=0)
-        await self.reply(
-            frame.id,
-            "session-created",
-            {
-                "session": await call_service(session_data, session),
-                "chatProcessId": f"tp_{session.chat_process_id}",
-            },
+        created = out.SessionCreatedData(
+            session=await call_service(session_data, session),
+            chatProcessId=f"tp_{session.chat_process_id}",
         )
+        await self.send_model(out.SessionCreated(replyTo=frame.id, data=created))
         await self._catch_up()
 
     async def on_session_resume(self, frame: p.SessionResume) -> None:
@@ -283,22 +280,20 @@ class BrainConsumer(AsyncWebsocketConsumer):
         missed = [event.as_frame() for event in resumed.missed]
         last = int(missed[-1]["seq"]) if missed else (data.sinceSeq or resumed.session.last_seq)  # type: ignore[call-overload]
         await self._bind(resumed.session, last_seq=last)
-        await self.reply(
-            frame.id,
-            "session-resumed",
-            {
-                "session": await call_service(session_data, resumed.session),
-                "processes": [process_data(process) for process in resumed.processes],
-                "missed": missed,
-            },
+        back = out.SessionResumedData(
+            session=await call_service(session_data, resumed.session),
+            processes=[process_data(process) for process in resumed.processes],
+            missed=missed,
         )
+        await self.send_model(out.SessionResumed(replyTo=frame.id, data=back))
         await self._catch_up()
 
     async def on_session_close(self, frame: p.SessionClose) -> None:
         session = await self._session()
         closed = await call_service(services.close_session, session.pk)
-        await self.reply(
-            frame.id, "session-closed", {"session": await call_service(session_data, closed)}
+        session_object = await call_service(session_data, closed)
+        await self.send_model(
+            out.SessionClosed(replyTo=frame.id, data=out.SessionClosedData(session=session_object))
         )
         await self._catch_up()
         await self._unbind()
@@ -307,7 +302,9 @@ class BrainConsumer(AsyncWebsocketConsumer):
         session = await self._session()
         tools = [tool.model_dump() for tool in frame.data.tools]
         count = await call_service(services.register_tools, session, tools)
-        await self.reply(frame.id, "tools-registered", {"count": count})
+        await self.send_model(
+            out.ToolsRegistered(replyTo=frame.id, data=out.ToolsRegisteredData(count=count))
+        )
 
     async def on_tool_result(self, frame: p.ToolResult) -> None:
         """The client answers a tool-call event; no reply unless it is refused."""
@@ -323,11 +320,10 @@ class BrainConsumer(AsyncWebsocketConsumer):
 
     async def on_chat(self, frame: p.Chat) -> None:
         steered = await call_service(steering.send_chat, self._bound_session_id(), frame.data.text)
-        await self.reply(
-            frame.id,
-            "chat-accepted",
-            {"processId": f"tp_{steered.message.process_id}", "pending": steered.pending},
+        data = out.PendingData(
+            processId=f"tp_{steered.message.process_id}", pending=steered.pending
         )
+        await self.send_model(out.ChatAccepted(replyTo=frame.id, data=data))
 
     async def on_process_create(self, frame: p.ProcessCreate) -> None:
         session = await self._session()
@@ -346,7 +342,11 @@ class BrainConsumer(AsyncWebsocketConsumer):
             parent=parent,
             start=data.start,
         )
-        await self.reply(frame.id, "process-created", {"process": process_data(process)})
+        await self._send_process("process-created", frame.id, process)
+
+    async def _send_process(self, kind: str, request_id: str | None, process: ThinkProcess) -> None:
+        data = out.ProcessData(process=process_data(process))
+        await self.send_model(out.ProcessChanged(type=kind, replyTo=request_id, data=data))
 
     async def _visible_process_pk(self, public_id: str) -> int:
         pk = parse_public_id("tp", public_id, "process")
@@ -357,7 +357,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
         pk = await self._visible_process_pk(frame.data.processId)
         service_name, reply_type = LIFECYCLE_REPLIES[frame.type]
         process = await call_service(getattr(lifecycle, service_name), pk)
-        await self.reply(frame.id, reply_type, {"process": process_data(process)})
+        await self._send_process(reply_type, frame.id, process)
 
     on_process_pause = on_process_start
     on_process_resume = on_process_start
@@ -368,7 +368,9 @@ class BrainConsumer(AsyncWebsocketConsumer):
         pk = parse_public_id("tp", frame.data.processId, "process")
         process = await call_service(queries.get_visible_process, self.user, pk)
         detail = await call_service(process_detail, process)
-        await self.reply(frame.id, "process", {"process": detail})
+        await self.send_model(
+            out.Process(replyTo=frame.id, data=out.ProcessDetailData(process=detail))
+        )
 
     async def on_process_steer(self, frame: p.ProcessSteer) -> None:
         """Queued: the socket reads on while a batch is applied (see _apply_steers)."""
@@ -395,11 +397,8 @@ class BrainConsumer(AsyncWebsocketConsumer):
                         await self.send_error(steer.request_id, error)
                     continue
                 for steer, result in zip(run, steered, strict=True):
-                    await self.reply(
-                        steer.request_id,
-                        "process-steered",
-                        {"processId": steer.public_id, "pending": result.pending},
-                    )
+                    data = out.PendingData(processId=steer.public_id, pending=result.pending)
+                    await self.send_model(out.ProcessSteered(replyTo=steer.request_id, data=data))
 
     async def _steers_applied(self) -> None:
         """Wait until the queued steers are applied: a frame after them sees their effect."""
@@ -415,12 +414,12 @@ class BrainConsumer(AsyncWebsocketConsumer):
                 rows = rows.filter(status=frame.data.status)
             return [process_data(process) for process in rows.order_by("pk")[:500]]
 
-        await self.reply(frame.id, "process-list", {"processes": await call_service(listing)})
+        data = out.ProcessListData(processes=await call_service(listing))
+        await self.send_model(out.ProcessList(replyTo=frame.id, data=data))
 
     async def on_thinkengines_list(self, frame: p.ThinkEnginesList) -> None:
-        await self.reply(
-            frame.id, "thinkengines", {"engines": [e.describe() for e in all_engines()]}
-        )
+        data = out.ThinkEnginesData(engines=[engine.describe() for engine in all_engines()])
+        await self.send_model(out.ThinkEngines(replyTo=frame.id, data=data))
 
     async def on_recipes_list(self, frame: p.RecipesList) -> None:
         if self.session_id is not None:
@@ -431,4 +430,5 @@ class BrainConsumer(AsyncWebsocketConsumer):
         else:
             raise BadRequest("name data.projectId or open a session first")
         recipes = await call_service(effective_recipes, project)
-        await self.reply(frame.id, "recipes", {"recipes": [recipe_data(r) for r in recipes]})
+        data = out.RecipesData(recipes=[recipe_data(recipe) for recipe in recipes])
+        await self.send_model(out.Recipes(replyTo=frame.id, data=data))

@@ -6,6 +6,9 @@ since the sink last stored anything (so the first delta of a slow LLM is never h
 it is held and joined with the next ones. Held deltas go out with the next event, before a tool
 runs (`store_held`), and at the commit. Whole messages (the assistant's answer, task trees) wait
 for the commit, so a client never sees what a crash takes back.
+
+Every event's data is built from its model in sessions_app/protocol/outbound.py; what a kernel
+hands over as (name, data) through `emit` is checked against that model.
 """
 
 from __future__ import annotations
@@ -18,8 +21,15 @@ from typing import Any
 from django.db import transaction
 
 from sessions_app.events import emit_events
-
-Event = tuple[str, dict[str, Any]]
+from sessions_app.protocol.outbound import (
+    ChatDeltaEvent,
+    ChatMessageEvent,
+    Event,
+    NotificationEvent,
+    TaskTreeEvent,
+    event,
+    event_from,
+)
 
 
 class EventSink:
@@ -40,35 +50,41 @@ class EventSink:
         self._last_stored = -math.inf
         self.after_commit: list[Event] = []
 
-    def emit(self, event: str, data: dict[str, Any]) -> None:
-        """Store and push `event` now (with any held deltas before it)."""
-        self._held.append((event, data))
+    def emit(self, name: str, data: dict[str, Any]) -> None:
+        """Store and push an event handed over as (name, data) now, checked against its
+        model (the tool kernel sends its `tool-call` this way)."""
+        self.emit_now(event_from(name, data))
+
+    def emit_now(self, item: Event) -> None:
+        """Store and push `item` now (with any held deltas before it)."""
+        self._held.append(item)
         self.store_held()
 
-    def emit_after_commit(self, event: str, data: dict[str, Any]) -> None:
-        self.after_commit.append((event, data))
+    def emit_after_commit(self, item: Event) -> None:
+        self.after_commit.append(item)
 
     def chat_delta(self, text: str) -> None:
-        if self._held and self._held[-1][0] == "chat-delta":
-            event, data = self._held[-1]
-            self._held[-1] = (event, {**data, "text": data["text"] + text})
+        if self._held and self._held[-1][0] == ChatDeltaEvent.name:
+            name, data = self._held[-1]
+            # Joined as the stored data: the text of one delta is still one string.
+            self._held[-1] = (name, {**data, "text": data["text"] + text})
         else:
-            self._held.append(("chat-delta", {"processId": self._process_id, "text": text}))
+            self._held.append(event(ChatDeltaEvent(processId=self._process_id, text=text)))
         if time.monotonic() - self._last_stored >= self._delta_interval:
             self.store_held()
 
     def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
-        data = {"processId": self._process_id, "role": role, "text": text}
+        item = event(ChatMessageEvent(processId=self._process_id, role=role, text=text))
         if at_once:
-            self.emit("chat-message", data)
+            self.emit_now(item)
         else:
-            self.emit_after_commit("chat-message", data)
+            self.emit_after_commit(item)
 
     def task_tree(self, tree: dict[str, Any]) -> None:
-        self.emit_after_commit("task-tree", {"processId": self._process_id, "tree": tree})
+        self.emit_after_commit(event(TaskTreeEvent(processId=self._process_id, tree=tree)))
 
     def notify(self, text: str, level: str = "info") -> None:
-        self.emit("notification", {"text": text, "level": level})
+        self.emit_now(event(NotificationEvent(text=text, level=level)))
 
     def open(self) -> None:
         """Run the opening, if it has not run yet (inside the caller's transaction)."""

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app.models import Session, SessionEvent
+from sessions_app.protocol.outbound import EVENT_MODELS, Event, UnknownEvent
 from vancetope.infra import fastsql
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 
@@ -47,12 +48,15 @@ def reserve_seqs(session_id: int, count: int = 1) -> int:
     return int(last)
 
 
-def record_events(
-    session_id: int, items: Sequence[tuple[str, dict[str, Any]]]
-) -> list[SessionEvent]:
-    """Store events with consecutive seqs: one seq update and one insert, however many."""
+def record_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]:
+    """Store events with consecutive seqs: one seq update and one insert, however many.
+    Every event must be one PROTOCOL.md names (a model in sessions_app/protocol/outbound.py);
+    emitters build its data from that model."""
     if not items:
         return []
+    for name, _ in items:
+        if name not in EVENT_MODELS:
+            raise UnknownEvent(f"no model for event {name!r}: add it to the outbound protocol")
     # Inside a turn's commit this joins the outer transaction (no savepoint per batch).
     with transaction.atomic(savepoint=False):
         first = reserve_seqs(session_id, len(items)) - len(items) + 1
@@ -172,7 +176,7 @@ def stop_pusher() -> None:
         pusher.stop()
 
 
-def emit_events(session_id: int, items: Sequence[tuple[str, dict[str, Any]]]) -> list[SessionEvent]:
+def emit_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]:
     """Store the events, and push them (in order) once the surrounding transaction (if any)
     has committed."""
     stored = record_events(session_id, items)

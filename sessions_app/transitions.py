@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus, SessionTransition
+from sessions_app.protocol.outbound import SessionStatusEvent, event
 from vancetope.errors import Conflict
 
 
@@ -75,7 +76,7 @@ def apply(
             cause=cause,
             at=now,
         )
-        emit_event(session.pk, "session-status", {"status": rule.to})
+        emit_event(session.pk, *event(SessionStatusEvent(status=rule.to)))
     for name, value in written.items():
         setattr(session, name, value)
     return True

@@ -1,12 +1,23 @@
-"""Shared REST pieces: error mapping, pagination of presenter output, and /healthz."""
+"""Shared REST pieces: error bodies, pagination of presenter output, and /healthz.
+
+Bodies are described by pydantic models (drf-spectacular reads them), so /api/schema/ shows the
+shapes the views send: the objects of sessions_app/protocol/outbound.py, `Page` envelopes of
+them, and `ErrorBody` for every 4xx.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.db.models import Model, QuerySet
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema_serializer,
+)
+from pydantic import BaseModel, ConfigDict, Field
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
@@ -14,6 +25,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from vancetope.errors import BrainError
+
+T = TypeVar("T")
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
@@ -28,6 +41,51 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API token: `Authorization: Bearer <token>` (or `Token <token>`).",
         }
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class ErrorBody(Body):
+    """Every error answer, as the WebSocket's error data: {code, error, message}."""
+
+    code: int
+    error: str
+    message: str
+    # A validation error of a request body: the problems by field (only then present).
+    fields: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
+
+
+ERROR_MEANINGS = {
+    400: "a malformed parameter or body; the message names it",
+    401: "no token, or a wrong one",
+    403: "not allowed to the caller",
+    404: "not found, or not visible to the caller",
+    409: "the status forbids it; nothing was changed",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The error answers an operation documents, for `@extend_schema(responses=…)`."""
+    return {code: OpenApiResponse(ErrorBody, description=ERROR_MEANINGS[code]) for code in codes}
+
+
+# The page is the whole body of a list operation, not one row of an array of pages.
+@extend_schema_serializer(many=False)
+class Page(Body, Generic[T]):
+    """A page of a list (limit/offset pagination); subclass it per row type."""
+
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[T]
+
+
+PAGE_PARAMETERS = [
+    OpenApiParameter("limit", int, description="rows per page (default 50)"),
+    OpenApiParameter("offset", int, description="rows to skip"),
+]
 
 
 # The `error` word of each status, as domain errors (vancetope.errors) spell it.
@@ -50,7 +108,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     offending fields in `message` and lists them under `fields`.
     """
     if isinstance(exc, BrainError):
-        return Response(exc.as_dict(), status=exc.code)
+        body = ErrorBody(code=exc.code, error=exc.error, message=exc.message)
+        return Response(body.model_dump(mode="json"), status=exc.code)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -58,17 +117,16 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     error = ERROR_WORDS.get(code) or (
         exc.default_code.replace("_", "-") if isinstance(exc, APIException) else "error"
     )
-    body: dict[str, Any] = {"code": code, "error": error}
     data = response.data
     if isinstance(exc, ValidationError) and isinstance(data, dict):
-        body["message"] = "; ".join(
+        message = "; ".join(
             f"{name}: {text}" for name, problem in data.items() for text in _texts(problem)
         )
-        body["fields"] = data
+        body = ErrorBody(code=code, error=error, message=message, fields=data)
     else:
         detail = data.get("detail", data) if isinstance(data, dict) else data
-        body["message"] = "; ".join(_texts(detail)) or error
-    response.data = body
+        body = ErrorBody(code=code, error=error, message="; ".join(_texts(detail)) or error)
+    response.data = body.model_dump(mode="json")
     return response
 
 

@@ -13,9 +13,6 @@ class BrainError(Exception):
         if error:
             self.error = error
 
-    def as_dict(self) -> dict[str, object]:
-        return {"code": self.code, "error": self.error, "message": self.message}
-
 
 class BadRequest(BrainError):
     code = 400

@@ -1,17 +1,29 @@
 """GET /healthz: liveness of the database, the channel layer and the broker (or the
-in-process worker). Project wiring: it asks the lane's worker whether it is stopping."""
+in-process worker), for probes; needs no token. Project wiring: it asks the lane's worker
+whether it is stopping, which the REST helpers in vancetope/api.py (used by kernels' views)
+must not."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.permissions import AllowAny
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from vancetope.api import Body
 
 
 def _check_database() -> str:
@@ -47,20 +59,66 @@ def _check_broker() -> str:
     return "redis"
 
 
-def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness of the database, the channel layer and the task broker."""
-    checks: dict[str, dict[str, Any]] = {}
-    for name, check in (
-        ("database", _check_database),
-        ("channelLayer", _check_channel_layer),
-        ("broker", _check_broker),
-    ):
-        started = time.perf_counter()
-        try:
-            detail = check()
-            checks[name] = {"ok": True, "detail": detail}
-        except Exception as exc:
-            checks[name] = {"ok": False, "detail": f"{type(exc).__name__}: {exc}"}
-        checks[name]["ms"] = round((time.perf_counter() - started) * 1000, 2)
-    ok = all(check["ok"] for check in checks.values())
-    return JsonResponse({"ok": ok, "checks": checks}, status=200 if ok else 503)
+class Check(Body):
+    ok: bool
+    # What answered (the database vendor, the layer's class, the broker), or why it failed.
+    detail: str
+    ms: float
+
+
+class Checks(Body):
+    database: Check
+    channelLayer: Check
+    broker: Check
+
+
+class Health(Body):
+    ok: bool
+    checks: Checks
+
+
+class JsonOnly(BaseContentNegotiation):
+    """Every client gets JSON, whatever its Accept header says (a probe sends anything)."""
+
+    def select_renderer(
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, str(renderer.media_type)
+
+    def select_parser(self, request: Request, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        return next(iter(parsers), None)
+
+
+class Healthz(APIView):
+    """/healthz: liveness, for probes; needs no token."""
+
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    renderer_classes = [JSONRenderer]
+    content_negotiation_class = JsonOnly
+
+    @extend_schema(
+        operation_id="healthz",
+        responses={
+            200: Health,
+            503: OpenApiResponse(Health, description="a check failed; `checks` says which"),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        """Liveness of the database, the channel layer and the task broker."""
+        checks: dict[str, Check] = {}
+        for name, check in (
+            ("database", _check_database),
+            ("channelLayer", _check_channel_layer),
+            ("broker", _check_broker),
+        ):
+            started = time.perf_counter()
+            try:
+                ok, detail = True, check()
+            except Exception as exc:
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            ms = round((time.perf_counter() - started) * 1000, 2)
+            checks[name] = Check(ok=ok, detail=detail, ms=ms)
+        health = Health(ok=all(check.ok for check in checks.values()), checks=Checks(**checks))
+        return Response(health.model_dump(mode="json"), status=200 if health.ok else 503)

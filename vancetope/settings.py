@@ -237,6 +237,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Vancetope Brain API",
     "DESCRIPTION": "Sessions, think processes, engines and recipes of a Vancetope Brain.",
     "VERSION": "0.1.0",
+    # 3.1: its schemas are JSON Schema, as pydantic writes the bodies' (nullable is `null`).
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

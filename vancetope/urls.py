@@ -9,7 +9,7 @@ from engines.api import ThinkEngineList
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
-from vancetope.health import healthz
+from vancetope.health import Healthz
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -20,7 +20,7 @@ router.register("tool-health", ToolHealthViewSet, basename="tool-health")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("healthz", healthz, name="healthz"),
+    path("healthz", Healthz.as_view(), name="healthz"),
     path("api/think-engines", ThinkEngineList.as_view(), name="think-engines"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

@@ -18,6 +18,7 @@ from processes.lane.context import Prepared
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.queries import next_pending
 from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
+from sessions_app.protocol.outbound import Event
 from vancetope.infra import fastsql
 
 
@@ -98,7 +99,7 @@ def end_run(
     """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
     goes out with the turn's other events)."""
     event = lease_transition(process, lease, Call.TURN_END, to_status, reason, release=True)
-    prepared.events.emit_after_commit(*event)
+    prepared.events.emit_after_commit(event)
     lease.released = True
 
 
@@ -110,7 +111,7 @@ def lease_transition(
     reason: str = "",
     *,
     release: bool = False,
-) -> transitions.Event:
+) -> Event:
     """A status change under the lane's lease (call inside a transaction); returns the status
     event for the caller to store with its other events. A row that moved under the lease
     means the lease is gone."""
@@ -170,7 +171,7 @@ def commit_call(
             )
         except transitions.TransitionLost as exc:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit") from exc
-        prepared.events.emit_after_commit(*event)
+        prepared.events.emit_after_commit(event)
         prepared.events.flush()
     process.refresh_from_db()
     if added:

@@ -24,8 +24,8 @@ from processes.models import PendingMessage, ThinkProcess
 from processes.queries import has_work, load_process, next_pending
 from processes.recovery import expire_if_stale
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
-from processes.transitions import Event
 from sessions_app.events import emit_events
+from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.errors import Conflict
 
 log = logging.getLogger(__name__)
@@ -130,7 +130,7 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     """The same message failed MAX_TURN_ATTEMPTS times: CLOSED/FAILED, and the parent hears."""
     with transaction.atomic():
         events = run.start()
-        events.append(("notification", _failure_notice(process)))
+        events.append(_failure_notice(process))
         events.append(
             lease_transition(process, lease, Call.TURN_END, Status.CLOSED, CloseReason.FAILED)
         )
@@ -138,8 +138,9 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
 
 
-def _failure_notice(process: ThinkProcess) -> dict[str, str]:
-    return {"text": f"{process.public_id} failed: {process.last_error}", "level": "error"}
+def _failure_notice(process: ThinkProcess) -> Event:
+    text = f"{process.public_id} failed: {process.last_error}"
+    return event(NotificationEvent(text=text, level="error"))
 
 
 class Run:

@@ -123,3 +123,26 @@ def test_docs_page_renders_without_any_external_cdn(db):
     assert not re.search(r"(src|href)=\"(https?:)?//", page)
     assert "cdn.jsdelivr.net" not in page
     assert "unpkg.com" not in page
+
+
+def test_schema_describes_every_answer_with_a_real_shape(db):
+    # when
+    schema = json.loads(APIClient().get("/api/schema/", {"format": "json"}).content)
+    # then every body is a named component, never a bare object
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for code, response in operation["responses"].items():
+                if code == "204":
+                    continue
+                body = response["content"]["application/json"]["schema"]
+                assert body.get("$ref", "").startswith("#/components/schemas/"), (method, path)
+    components = schema["components"]["schemas"]
+    process = components["ProcessObject"]
+    assert process["additionalProperties"] is False
+    assert set(process["required"]) == set(process["properties"])
+    page = schema["paths"]["/api/processes"]["get"]["responses"]["200"]["content"]
+    assert page["application/json"]["schema"] == {"$ref": "#/components/schemas/ProcessPage"}
+    assert components["ProcessPage"]["required"] == ["count", "next", "previous", "results"]
+    steer = schema["paths"]["/api/processes/{process_id}/steer"]["post"]["responses"]
+    assert set(steer) == {"200", "400", "401", "404", "409"}
+    assert "/healthz" in schema["paths"]

@@ -225,3 +225,19 @@ def test_only_tenant_admins_create_tenant_recipes(alice):
     assert allowed.status_code == 201
     assert (allowed.json()["scope"], allowed.json()["projectId"]) == ("tenant", None)
     assert ("ford-coding", "tenant") in names(member.get("/api/recipes"))
+
+
+def test_an_unknown_scope_filter_is_a_400_naming_the_parameter(alice):
+    response = alice.api().get("/api/recipes", {"scope": "galaxy"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": 400,
+        "error": "bad-request",
+        "message": "scope must be one of bundled, tenant, project",
+    }
+
+
+def test_a_name_no_recipe_can_have_is_a_json_404(alice):
+    response = alice.api().get("/api/recipes/Not_Kebab")
+    assert response.status_code == 404
+    assert response.json()["error"] == "not-found"

@@ -9,10 +9,27 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from vancetope.api import paginated
+from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
 from vancetope.errors import BadRequest
 from vancetope.tools.health import visible_tool_health
 from vancetope.tools.models import HealthStatus, ToolHealth
+
+
+class ToolHealthObject(Body):
+    """agrajag's last verdict about one tool in one project."""
+
+    projectId: str
+    tool: str
+    status: HealthStatus
+    classification: str
+    evidence: str
+    checkedAt: str
+    # The agrajag process that checked it (none once that process is gone).
+    checkedBy: str | None
+
+
+class ToolHealthPage(Page[ToolHealthObject]):
+    """A page of tool health verdicts, by project and tool."""
 
 
 def tool_health_data(health: ToolHealth) -> dict[str, Any]:
@@ -33,8 +50,9 @@ class ToolHealthViewSet(viewsets.ViewSet):
         parameters=[
             OpenApiParameter("status", str, enum=HealthStatus.values),
             OpenApiParameter("tool", str),
+            *PAGE_PARAMETERS,
         ],
-        responses={200: dict},
+        responses={200: ToolHealthPage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         rows = visible_tool_health(request.user)

@@ -1,7 +1,7 @@
-"""Pydantic models of every WebSocket frame in PROTOCOL.md.
+"""Pydantic models of every frame a client sends (PROTOCOL.md).
 
 Client frames are one discriminated union on `type`; `extra="forbid"` everywhere, because an
-undeclared field is a schema bug. Outgoing frames are built from the models at the bottom.
+undeclared field is a schema bug. What the Brain sends back is in `outbound.py`.
 """
 
 from __future__ import annotations
@@ -205,32 +205,3 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str]:
     if rest and "-" in head:
         path = rest
     return path, first["msg"]
-
-
-# --- outgoing frames -----------------------------------------------------------------------------
-
-
-class ReplyFrame(Strict):
-    type: str
-    replyTo: str | None = None
-    data: dict[str, Any] = Field(default_factory=dict)
-
-
-class ErrorData(Strict):
-    code: int
-    error: str
-    message: str
-    field: str | None = None
-
-
-class ErrorFrame(Strict):
-    type: Literal["error"] = "error"
-    replyTo: str | None = None
-    data: ErrorData
-
-
-class EventFrame(Strict):
-    type: Literal["event"] = "event"
-    seq: int
-    event: str
-    data: dict[str, Any]

@@ -1,0 +1,439 @@
+"""Pydantic models of every frame the Brain sends (PROTOCOL.md), and of the objects in them.
+
+A reply carries `replyTo` and is sent by the consumer's `send_model`; an event carries `seq`,
+and its data is built by `event(...)` from its model here, by every emitter. The event store
+(sessions_app/events.py) refuses an event whose name has no model, so PROTOCOL.md and the code
+cannot drift apart. The REST views describe their bodies with the same object models.
+
+Fields are declared in the order the wire carries them. Every field of a reply is on the wire,
+`null` included; an optional field of an event's data is left out when it is not set.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from processes.states import CloseReason, Status
+from recipes_app.models import RecipeCategory, RecipeScope
+from sessions_app.models import ClientType, DisconnectPolicy, SessionStatus, SuspendCause
+
+# An event as emitters hand it to the event store: (event name, data).
+Event = tuple[str, dict[str, Any]]
+
+
+class Outgoing(BaseModel):
+    # Every field with a default is still always sent, so the schemas say it is there.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
+def left_out_if_none() -> Any:
+    """An optional field of an event's data: left out of the data when it is None."""
+    return Field(default=None, exclude_if=_absent_if_none)
+
+
+# --- objects -------------------------------------------------------------------------------------
+
+
+class Usage(Outgoing):
+    promptTokens: int
+    completionTokens: int
+
+
+class ProcessObject(Outgoing):
+    """A process (processes/presenters.py `process_data`)."""
+
+    id: str
+    sessionId: str
+    parentId: str | None
+    thinkEngine: str
+    engineVersion: str
+    recipe: str
+    goal: str
+    status: Status
+    closeReason: CloseReason | None
+    contextDrift: bool
+    createdAt: str
+    updatedAt: str
+    usage: Usage
+
+
+class ConversationEntry(Outgoing):
+    index: int
+    role: str
+    content: str
+    toolCalls: list[Any]
+    toolCallId: str | None
+    createdAt: str
+
+
+class ProcessDetail(ProcessObject):
+    """A process with its task tree, pending count, last error and conversation
+    (`process_detail`)."""
+
+    taskTree: dict[str, Any] | None
+    pending: int
+    lastError: str | None
+    engineParams: dict[str, Any]
+    conversationLength: int
+    conversation: list[ConversationEntry]
+
+
+class SessionFingerprint(Outgoing):
+    machineId: str
+    workingDir: str
+    userHome: str | None
+    osUser: str | None
+
+
+class SessionObject(Outgoing):
+    """A session (sessions_app/presenters.py `session_data`)."""
+
+    id: str
+    projectId: str
+    clientType: ClientType
+    isHuman: bool
+    system: bool
+    status: SessionStatus
+    suspendCause: SuspendCause | None
+    onDisconnect: DisconnectPolicy
+    onIdle: DisconnectPolicy
+    idleTimeout: int
+    fingerprint: SessionFingerprint
+    chatProcessId: str | None
+    tools: list[str]
+    lastSeq: int
+    createdAt: str
+    lastActivityAt: str
+    closedAt: str | None
+
+
+class EngineDescriptor(Outgoing):
+    """A registered think engine (engines/base.py `describe`)."""
+
+    name: str
+    title: str
+    description: str
+    version: str
+    allowedTools: list[str]
+    defaultSettings: dict[str, Any]
+
+
+class RecipeObject(Outgoing):
+    """A recipe (recipes_app/api.py `recipe_data`)."""
+
+    id: str
+    name: str
+    engine: str
+    title: str
+    description: str
+    params: dict[str, Any]
+    promptPrefix: str
+    allowedToolsAdd: list[str]
+    allowedToolsRemove: list[str]
+    category: RecipeCategory
+    roles: list[str]
+    scope: RecipeScope
+    tenant: str | None
+    projectId: str | None
+
+
+# --- events --------------------------------------------------------------------------------------
+
+
+class EventData(Outgoing):
+    """The data of one event; `name` is the event's name on the wire."""
+
+    name: ClassVar[str]
+
+
+class ProcessStatusEvent(EventData):
+    name = "process-status"
+    processId: str
+    status: Status
+    closeReason: CloseReason | None = left_out_if_none()
+    # Only ever sent as true: the session came back in another working directory.
+    contextDrift: Literal[True] | None = left_out_if_none()
+
+
+class ChatDeltaEvent(EventData):
+    name = "chat-delta"
+    processId: str
+    text: str
+
+
+class ChatMessageEvent(EventData):
+    name = "chat-message"
+    processId: str
+    role: str
+    text: str
+
+
+class TaskTreeEvent(EventData):
+    name = "task-tree"
+    processId: str
+    tree: dict[str, Any]
+
+
+class ToolCallEvent(EventData):
+    name = "tool-call"
+    callId: str
+    processId: str
+    tool: str
+    arguments: dict[str, Any]
+
+
+class NotificationEvent(EventData):
+    name = "notification"
+    text: str
+    level: Literal["info", "success", "warning", "error"]
+    # Named by PROTOCOL.md's second stage (stored notifications, runs); absent until then.
+    id: str | None = left_out_if_none()
+    runId: str | None = left_out_if_none()
+    processId: str | None = left_out_if_none()
+
+
+class SessionStatusEvent(EventData):
+    name = "session-status"
+    status: SessionStatus
+
+
+EVENT_MODELS: dict[str, type[EventData]] = {
+    model.name: model
+    for model in (
+        ProcessStatusEvent,
+        ChatDeltaEvent,
+        ChatMessageEvent,
+        TaskTreeEvent,
+        ToolCallEvent,
+        NotificationEvent,
+        SessionStatusEvent,
+    )
+}
+
+
+class UnknownEvent(ValueError):
+    """An event whose name has no model here: a schema bug, refused before it is stored."""
+
+
+def event(data: EventData) -> Event:
+    """The event as it is stored and sent: its name and its data as JSON values."""
+    return (data.name, data.model_dump(mode="json"))
+
+
+def event_from(name: str, data: dict[str, Any]) -> Event:
+    """An event handed over as (name, data), by a kernel that does not know these models
+    (the tool kernel's `tool-call`): checked against its model."""
+    model = EVENT_MODELS.get(name)
+    if model is None:
+        raise UnknownEvent(f"no model for event {name!r}")
+    return event(model.model_validate(data))
+
+
+class EventFrameBase(Outgoing):
+    type: Literal["event"] = "event"
+    seq: int
+
+
+class ProcessStatusFrame(EventFrameBase):
+    event: Literal["process-status"]
+    data: ProcessStatusEvent
+
+
+class ChatDeltaFrame(EventFrameBase):
+    event: Literal["chat-delta"]
+    data: ChatDeltaEvent
+
+
+class ChatMessageFrame(EventFrameBase):
+    event: Literal["chat-message"]
+    data: ChatMessageEvent
+
+
+class TaskTreeFrame(EventFrameBase):
+    event: Literal["task-tree"]
+    data: TaskTreeEvent
+
+
+class ToolCallFrame(EventFrameBase):
+    event: Literal["tool-call"]
+    data: ToolCallEvent
+
+
+class NotificationFrame(EventFrameBase):
+    event: Literal["notification"]
+    data: NotificationEvent
+
+
+class SessionStatusFrame(EventFrameBase):
+    event: Literal["session-status"]
+    data: SessionStatusEvent
+
+
+EventFrame = Annotated[
+    ProcessStatusFrame
+    | ChatDeltaFrame
+    | ChatMessageFrame
+    | TaskTreeFrame
+    | ToolCallFrame
+    | NotificationFrame
+    | SessionStatusFrame,
+    Field(discriminator="event"),
+]
+
+
+# --- replies -------------------------------------------------------------------------------------
+
+
+class Reply(Outgoing):
+    # Each reply names its own type; declared here so that it comes first on the wire.
+    type: str
+    replyTo: str | None = None
+
+
+class SessionCreatedData(Outgoing):
+    session: SessionObject
+    chatProcessId: str
+
+
+class SessionCreated(Reply):
+    type: Literal["session-created"] = "session-created"
+    data: SessionCreatedData
+
+
+class SessionResumedData(Outgoing):
+    session: SessionObject
+    processes: list[ProcessObject]
+    missed: list[EventFrame]
+
+
+class SessionResumed(Reply):
+    type: Literal["session-resumed"] = "session-resumed"
+    data: SessionResumedData
+
+
+class SessionClosedData(Outgoing):
+    session: SessionObject
+
+
+class SessionClosed(Reply):
+    type: Literal["session-closed"] = "session-closed"
+    data: SessionClosedData
+
+
+class ToolsRegisteredData(Outgoing):
+    count: int
+
+
+class ToolsRegistered(Reply):
+    type: Literal["tools-registered"] = "tools-registered"
+    data: ToolsRegisteredData
+
+
+class PendingData(Outgoing):
+    """A message was queued for the process; `pending` of its messages now wait."""
+
+    processId: str
+    pending: int
+
+
+class ChatAccepted(Reply):
+    type: Literal["chat-accepted"] = "chat-accepted"
+    data: PendingData
+
+
+class ProcessSteered(Reply):
+    type: Literal["process-steered"] = "process-steered"
+    data: PendingData
+
+
+class ProcessData(Outgoing):
+    process: ProcessObject
+
+
+class ProcessChanged(Reply):
+    """A process was created, or a lifecycle call went through: the process as it is now."""
+
+    type: Literal[
+        "process-created",
+        "process-started",
+        "process-paused",
+        "process-resumed",
+        "process-stopped",
+        "process-reset",
+    ]
+    data: ProcessData
+
+
+class ProcessListData(Outgoing):
+    processes: list[ProcessObject]
+
+
+class ProcessList(Reply):
+    type: Literal["process-list"] = "process-list"
+    data: ProcessListData
+
+
+class ProcessDetailData(Outgoing):
+    process: ProcessDetail
+
+
+class Process(Reply):
+    type: Literal["process"] = "process"
+    data: ProcessDetailData
+
+
+class ThinkEnginesData(Outgoing):
+    engines: list[EngineDescriptor]
+
+
+class ThinkEngines(Reply):
+    type: Literal["thinkengines"] = "thinkengines"
+    data: ThinkEnginesData
+
+
+class RecipesData(Outgoing):
+    recipes: list[RecipeObject]
+
+
+class Recipes(Reply):
+    type: Literal["recipes"] = "recipes"
+    data: RecipesData
+
+
+class ErrorData(Outgoing):
+    code: int
+    error: str
+    message: str
+    # The offending field of a frame that broke its schema ("data.text").
+    field: str | None = None
+
+
+class ErrorFrame(Reply):
+    type: Literal["error"] = "error"
+    data: ErrorData
+
+
+ServerFrame = Annotated[
+    SessionCreated
+    | SessionResumed
+    | SessionClosed
+    | ToolsRegistered
+    | ChatAccepted
+    | ProcessSteered
+    | ProcessChanged
+    | ProcessList
+    | Process
+    | ThinkEngines
+    | Recipes
+    | ErrorFrame
+    | EventFrame,
+    Field(discriminator="type"),
+]
+# Every frame the Brain sends, for those who check frames (tests, clients in Python).
+server_frame = TypeAdapter(ServerFrame)

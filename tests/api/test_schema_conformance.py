@@ -1,0 +1,111 @@
+"""The OpenAPI document against the real views: schemathesis sends each operation valid and
+invalid requests (with alice's token) and checks every answer against the document: no server
+error, a status code the operation documents, a body of the documented shape.
+
+Not checked: that every invalid request is refused. Pagination follows DRF, which reads a
+malformed `limit` or `offset` as absent (the first page) instead of answering 400.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from sessions_app.models import Session
+from tests.conftest import Tenancy, open_session
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+# Loaded through the WSGI handler, as a client reads it; generating it touches no database.
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", get_wsgi_application())
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def caller(alice: Tenancy) -> Tenancy:
+    """alice with a session (and its chat process) to list."""
+    open_session(alice)
+    return alice
+
+
+def auth(tenancy: Tenancy) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tenancy.token}"}
+
+
+@schema.parametrize()
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_every_operation_answers_as_the_schema_says(case: Any, caller: Tenancy) -> None:
+    case.call_and_validate(headers=auth(caller), checks=CHECKS)
+
+
+def test_operations_on_real_rows_answer_as_the_schema_says(caller: Tenancy) -> None:
+    """Generated ids are never real ones: here each detail and command runs on alice's rows,
+    in an order the statuses allow, and each answer is checked as above."""
+    session = Session.objects.get(owner=caller.user)
+    chat = f"tp_{session.chat_process_id}"
+    recipe = {
+        "name": "alice-notes",
+        "engine": "ford",
+        "scope": "project",
+        "projectId": caller.project_id,
+    }
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            "/api/sessions/{session_id}",
+            "GET",
+            {"path_parameters": {"session_id": session.public_id}},
+        ),
+        ("/api/processes/{process_id}", "GET", {"query": {"messages": 2}}),
+        ("/api/processes/{process_id}/pause", "POST", {}),
+        ("/api/processes/{process_id}/steer", "POST", {"body": {"message": "later"}}),
+        ("/api/processes/{process_id}/resume", "POST", {}),
+        ("/api/processes/{process_id}/stop", "POST", {}),
+        ("/api/processes/{process_id}/reset", "POST", {}),
+        ("/api/processes/{process_id}/start", "POST", {}),
+        ("/api/processes/{process_id}/start", "POST", {}),  # 409: no longer INIT
+        ("/api/recipes", "POST", {"body": recipe}),
+        ("/api/recipes", "POST", {"body": recipe}),  # 409: it exists
+        ("/api/recipes/{name}", "GET", {"path_parameters": {"name": "alice-notes"}}),
+        (
+            "/api/recipes/{name}",
+            "PUT",
+            {"path_parameters": {"name": "alice-notes"}, "body": {**recipe, "title": "Notes"}},
+        ),
+        (
+            "/api/recipes/{name}",
+            "DELETE",
+            {
+                "path_parameters": {"name": "alice-notes"},
+                "query": {"scope": "project", "projectId": caller.project_id},
+            },
+        ),
+    ]
+    statuses = []
+    for path, method, parts in calls:
+        parts.setdefault("path_parameters", {"process_id": chat})
+        case = schema[path][method].Case(media_type="application/json", **parts)
+        response = case.call_and_validate(headers=auth(caller), checks=CHECKS)
+        statuses.append(response.status_code)
+    assert statuses == [200, 200, 200, 200, 200, 200, 200, 200, 409, 201, 409, 200, 200, 204]
