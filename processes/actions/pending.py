@@ -7,7 +7,7 @@ from typing import Any
 from django.db import transaction
 
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from processes.states import Status
+from processes.states import WAKE_ON_MESSAGE, Status
 from vancetope.infra import fastsql
 
 
@@ -47,3 +47,20 @@ def queue_own_turn(process_id: int, text: str) -> None:
         process = take_seqs(process_id, 1)
         assert process is not None
         insert_pending(process, PendingKind.CONTROL, [{"text": text}])
+
+
+def deliver(process_id: int, kind: PendingKind, payload: dict[str, Any]) -> PendingMessage | None:
+    """A message from the system to a process (a child's report, an inbox answer): appended
+    whatever the process's status but CLOSED, waking it if it is IDLE or BLOCKED (a PAUSED or
+    SUSPENDED process reads it after its resume). None, and nothing stored, if the process is
+    gone or CLOSED."""
+    from processes.lane.wake import wake_lane
+
+    with transaction.atomic():
+        process = take_seqs(process_id, 1, unless_closed=True)
+        if process is None:
+            return None
+        [message] = insert_pending(process, kind, [payload])
+        if process.status in WAKE_ON_MESSAGE:
+            wake_lane(process_id)
+    return message

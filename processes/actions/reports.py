@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from django.db import transaction
-
 from engines.registry import get_engine
-from processes.actions.pending import insert_pending, take_seqs
-from processes.lane.wake import wake_lane
+from processes.actions.pending import deliver
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from processes.states import WAKE_ON_MESSAGE, CloseReason, Status
+from processes.states import CloseReason, Status
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +33,11 @@ def report_to_parent(process: ThinkProcess, status: str, reason: str) -> Pending
         "event": event,
         "payload": summary.payload,
     }
-    with transaction.atomic():
-        parent = take_seqs(process.parent_id, 1, unless_closed=True)
-        if parent is None:
-            log.info(
-                "%s: parent tp_%s is gone or closed; report dropped",
-                process.public_id,
-                process.parent_id,
-            )
-            return None
-        [message] = insert_pending(parent, PendingKind.PARENT_REPORT, [payload])
-        if parent.status in WAKE_ON_MESSAGE:
-            wake_lane(process.parent_id)
+    message = deliver(process.parent_id, PendingKind.PARENT_REPORT, payload)
+    if message is None:
+        log.info(
+            "%s: parent tp_%s is gone or closed; report dropped",
+            process.public_id,
+            process.parent_id,
+        )
     return message
