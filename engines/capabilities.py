@@ -59,10 +59,11 @@ class ProcessView(Protocol):
 
 class Llm(Protocol):
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None, *, step: str = ""
     ) -> Iterator[TextDelta | ToolCall]:
         """Stream the answer; token usage is counted and the lane's boundary checked between
-        deltas (a pause or stop ends the call early)."""
+        deltas (a pause or stop ends the call early). `step` names the engine's step (the
+        names docs/engines.md lists; a scripted provider's rules may match on it)."""
         ...
 
     def complete(
@@ -71,6 +72,7 @@ class Llm(Protocol):
         tools: list[ToolSchema] | None = None,
         *,
         stream_to_client: bool = True,
+        step: str = "",
     ) -> Completion:
         """The whole answer; its text streams to the session's client unless told not to."""
         ...

@@ -98,7 +98,9 @@ class Agrajag(ThinkEngine):
             safety="SAFE_PROBE"
         )
         for _ in range(int(ctx.settings.get("maxSteps", 3))):
-            completion = ctx.llm.complete(ctx.prompt(), schemas, stream_to_client=False)
+            completion = ctx.llm.complete(
+                ctx.prompt(), schemas, stream_to_client=False, step="judge"
+            )
             ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 return False

@@ -43,6 +43,6 @@ class Ford(ThinkEngine):
     def _answer(self, ctx: ThinkEngineContext, text: str) -> None:
         ctx.conversation.append(LlmMessage(role="user", content=text))
         ctx.events.chat_message("user", text, at_once=True)
-        completion = ctx.llm.complete(ctx.prompt())
+        completion = ctx.llm.complete(ctx.prompt(), step="answer")
         ctx.conversation.append(LlmMessage(role="assistant", content=completion.text))
         ctx.events.chat_message("assistant", completion.text)

@@ -71,7 +71,7 @@ class Frankie(ThinkEngine):
             if step and ctx.usage.prompt_tokens + ctx.usage.completion_tokens >= max_tokens:
                 outcome, answer = "budget-exhausted", f"Token budget of {max_tokens} exhausted."
                 break
-            completion = ctx.llm.complete(ctx.prompt(), tools or None)
+            completion = ctx.llm.complete(ctx.prompt(), tools or None, step="act")
             ctx.conversation.append_completion(completion)
             if not completion.tool_calls:
                 answer = completion.text

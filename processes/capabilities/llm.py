@@ -7,7 +7,15 @@ from collections.abc import Callable, Iterator
 
 from engines.context import TurnUsage
 from sessions_app.event_sink import EventSink
-from vancetope.llm.base import Completion, LlmMessage, LlmProvider, TextDelta, ToolCall, ToolSchema
+from vancetope.llm.base import (
+    CallInfo,
+    Completion,
+    LlmMessage,
+    LlmProvider,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+)
 
 
 class LlmAccess:
@@ -17,18 +25,22 @@ class LlmAccess:
         events: EventSink,
         usage: TurnUsage,
         boundary: Callable[[], None],
+        info: CallInfo | None = None,
     ) -> None:
         self.provider = provider
+        # Who calls (engine, recipe); each call adds its step.
+        self._info = info or CallInfo()
         self._events = events
         self._usage = usage
         self._boundary = boundary
 
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None, *, step: str = ""
     ) -> Iterator[TextDelta | ToolCall]:
         # What the turn has to say (its start, the user's message) is out before the wait.
         self._events.store_held()
-        for item in self.provider.stream(messages, tools):
+        info = CallInfo(self._info.engine, step, self._info.recipe)
+        for item in self.provider.stream(messages, tools, info):
             if isinstance(item, TextDelta | ToolCall):
                 yield item
                 self._boundary()
@@ -42,10 +54,11 @@ class LlmAccess:
         tools: list[ToolSchema] | None = None,
         *,
         stream_to_client: bool = True,
+        step: str = "",
     ) -> Completion:
         completion = Completion()
         parts: list[str] = []
-        for item in self.stream(messages, tools):
+        for item in self.stream(messages, tools, step=step):
             if isinstance(item, TextDelta):
                 parts.append(item.text)
                 if stream_to_client and item.text:

@@ -21,6 +21,7 @@ from processes.lane.boundary import Boundary
 from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from sessions_app.event_sink import Event, EventSink
+from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import get_provider
 from vancetope.tools.health import ToolHealthAccess
 
@@ -63,7 +64,13 @@ def build_context(
     conversation = ConversationBuffer(process)
     ctx = ThinkEngineContext(
         process=process,
-        llm=LlmAccess(get_provider(), events, usage, boundary),
+        llm=LlmAccess(
+            get_provider(),
+            events,
+            usage,
+            boundary,
+            CallInfo(engine=process.think_engine, recipe=process.recipe_name),
+        ),
         conversation=conversation,
         events=events,
         settings=engine_settings(engine, process),

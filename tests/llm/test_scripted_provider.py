@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from vancetope.llm import scripted
-from vancetope.llm.base import LlmMessage, TextDelta, ToolCall, Usage, collect
+from vancetope.llm.base import CallInfo, LlmMessage, TextDelta, ToolCall, Usage, collect
 from vancetope.llm.scripted import ScriptedProvider
 
 
@@ -352,6 +352,9 @@ def test_rule_is_chosen_when_the_call_is_made_not_when_it_is_read() -> None:
         ([{"tool_calls": [{"arguments": {}}]}], r"rule 0: tool call 0 needs a non-empty string"),
         ([{"tool_calls": [{"name": "x", "args": {}}]}], r"rule 0: tool call 0 has unknown keys"),
         ([{"tool_calls": [{"name": "x", "arguments": [1]}]}], r"`arguments` must be a mapping"),
+        ([{"reply": "x", "engine": ""}], r"rule 0: `engine` must be a non-empty string"),
+        ([{"reply": "x", "step": 3}], r"rule 0: `step` must be a non-empty string"),
+        ([{"reply": "x", "recipe": None}], r"rule 0: `recipe` must be a non-empty string"),
     ],
 )
 def test_invalid_scripts_are_rejected_naming_the_rule_and_the_problem(
@@ -359,6 +362,35 @@ def test_invalid_scripts_are_rejected_naming_the_rule_and_the_problem(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         ScriptedProvider(script)
+
+
+def test_engine_step_and_recipe_keys_must_all_match_the_call() -> None:
+    # given a rule for marvin's plan step in the deep-think recipe, and one for any marvin call
+    provider = ScriptedProvider(
+        [
+            {"engine": "marvin", "step": "plan", "recipe": "deep-think", "reply": "the plan"},
+            {"engine": "marvin", "reply": "marvin, another step"},
+        ]
+    )
+
+    def answer(info: CallInfo | None) -> str:
+        return collect(provider.stream([user("hi")], None, info)).text
+
+    # then all given keys must equal the call's
+    assert answer(CallInfo("marvin", "plan", "deep-think")) == "the plan"
+    assert answer(CallInfo("marvin", "plan", "other-recipe")) == "marvin, another step"
+    assert answer(CallInfo("marvin", "aggregate", "deep-think")) == "marvin, another step"
+    assert answer(CallInfo("zaphod", "plan", "deep-think")) == "echo: hi"
+    # and a call that says nothing about itself matches only rules without those keys
+    assert answer(None) == "echo: hi"
+
+
+def test_engine_step_and_recipe_keys_are_read_from_a_yaml_script(tmp_path: Path) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text("- {engine: ford, step: answer, reply: scripted for ford}\n")
+    provider = ScriptedProvider(path)
+    info = CallInfo(engine="ford", step="answer")
+    assert collect(provider.stream([user("x")], None, info)).text == "scripted for ford"
 
 
 def test_invalid_yaml_file_is_rejected_naming_the_file(tmp_path: Path) -> None:

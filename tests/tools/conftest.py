@@ -10,7 +10,7 @@ import pytest
 
 from recipes_app.models import Recipe, RecipeScope
 from tests.conftest import Tenancy
-from vancetope.llm.base import LlmMessage, StreamItem, TextDelta, ToolSchema, Usage
+from vancetope.llm.base import CallInfo, LlmMessage, StreamItem, TextDelta, ToolSchema, Usage
 from vancetope.llm.scripted import ScriptedProvider
 from vancetope.tools.mcp_client import close_mcp_connections
 from vancetope.tools.registry import server_tool, unregister_server_tool
@@ -25,7 +25,12 @@ class ToolReadingProvider(ScriptedProvider):
         super().__init__(script)
         self.offered: list[list[str]] = []
 
-    def stream(self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None) -> Any:
+    def stream(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
+    ) -> Any:
         self.offered.append([tool.name for tool in tools or []])
         self.descriptions = {tool.name: tool.description for tool in tools or []}
         if messages and messages[-1].role == "tool":

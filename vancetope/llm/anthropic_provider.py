@@ -34,6 +34,7 @@ from anthropic.types import TextDelta as AnthropicTextDelta
 from anthropic.types import Usage as AnthropicUsage
 
 from vancetope.llm.base import (
+    CallInfo,
     LlmError,
     LlmMessage,
     LlmProvider,
@@ -141,7 +142,10 @@ class AnthropicProvider(LlmProvider):
         return f"anthropic at {self.base_url or DEFAULT_ANTHROPIC_BASE_URL}, model {self.model}"
 
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
     ) -> Iterator[StreamItem]:
         system_prompt = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         where = self.base_url or DEFAULT_ANTHROPIC_BASE_URL

@@ -43,6 +43,17 @@ class ToolSchema:
 
 
 @dataclass(frozen=True)
+class CallInfo:
+    """Who makes an LLM call: the engine, the step of it (each engine documents its steps in
+    docs/engines.md, e.g. marvin `plan`) and the process's recipe. Real providers ignore it;
+    the scripted provider's rules may match on it."""
+
+    engine: str = ""
+    step: str = ""
+    recipe: str = ""
+
+
+@dataclass(frozen=True)
 class TextDelta:
     text: str
 
@@ -77,7 +88,10 @@ class LlmProvider(ABC):
 
     @abstractmethod
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
     ) -> Iterator[StreamItem]:
         """Yield text deltas and tool calls as they arrive, and exactly one Usage at the end."""
 

@@ -19,6 +19,7 @@ from openai.types.chat import (
 )
 
 from vancetope.llm.base import (
+    CallInfo,
     LlmError,
     LlmMessage,
     LlmProvider,
@@ -119,7 +120,10 @@ class OpenAICompatibleProvider(LlmProvider):
         return f"openai-compatible at {self.base_url}, model {self.model}"
 
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
     ) -> Iterator[StreamItem]:
         reader = _ChunkReader()
         try:

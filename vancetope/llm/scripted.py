@@ -1,7 +1,8 @@
 """The offline, deterministic provider (PROTOCOL.md, last paragraph of "Operations").
 
 With no script it answers `echo: ` + the last user message. A script is a YAML list of rules,
-tried in order; the first rule that matches (and has not used up its `times`) answers:
+tried in order; the first rule that matches (and has not used up its `times`, counted per
+provider instance, and the factory keeps one per Brain process) answers:
 
     - match: "weather in (Paris|Rome)"      # regex searched in the last user message
       tool_calls:
@@ -14,6 +15,10 @@ tried in order; the first rule that matches (and has not used up its `times`) an
     - match: "tell me a story"
       reply: "Once upon a time ..."
       delay_per_delta: 0.01                 # seconds to wait before each word: a slow stream
+    - engine: marvin                        # who calls (CallInfo): all given keys must match
+      step: plan                            # the engine's step (docs/engines.md lists them)
+      recipe: deep-think                    # the process's recipe
+      tool_calls: [{name: plan_tasks, arguments: {tasks: []}}]
     - reply: "fallback for everything else" # no `match`: matches every call
 
 Token usage is counted in whitespace-separated words so tests can assert on it: prompt tokens are
@@ -44,6 +49,7 @@ from typing import Any
 import yaml
 
 from vancetope.llm.base import (
+    CallInfo,
     LlmMessage,
     LlmProvider,
     StreamItem,
@@ -54,7 +60,11 @@ from vancetope.llm.base import (
 )
 
 SYSTEM_PREFIX = "system:"
-RULE_KEYS = frozenset({"match", "reply", "tool_calls", "times", "delay", "delay_per_delta"})
+# Keys matched against the call's CallInfo, exactly.
+INFO_KEYS = ("engine", "step", "recipe")
+RULE_KEYS = frozenset(
+    {"match", "reply", "tool_calls", "times", "delay", "delay_per_delta", *INFO_KEYS}
+)
 TOOL_CALL_KEYS = frozenset({"name", "arguments"})
 
 
@@ -77,8 +87,12 @@ class ScriptRule:
     delay: float
     # None: the provider's delay_per_delta applies.
     delay_per_delta: float | None = None
+    # (key, value) pairs of INFO_KEYS the call's CallInfo must equal.
+    info: tuple[tuple[str, str], ...] = ()
 
-    def matches(self, last_user_message: str, system_prompt: str) -> bool:
+    def matches(self, last_user_message: str, system_prompt: str, info: CallInfo) -> bool:
+        if any(getattr(info, key) != value for key, value in self.info):
+            return False
         if self.pattern is None:
             return True
         haystack = system_prompt if self.matches_system_prompt else last_user_message
@@ -134,7 +148,10 @@ class ScriptedProvider(LlmProvider):
         return f"scripted{source} (offline; set VANCETOPE_LLM=openai|anthropic to use a real model)"
 
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
     ) -> Iterator[StreamItem]:
         # The rule is chosen when the call is made, not when the stream is first read, so the
         # order of `times` and tool-call ids follows the order of calls.
@@ -143,7 +160,7 @@ class ScriptedProvider(LlmProvider):
         )
         system_prompt = "".join(m.content for m in messages if m.role == "system")
         with self._lock:
-            rule = self._claim_rule(last_user_message, system_prompt)
+            rule = self._claim_rule(last_user_message, system_prompt, info or CallInfo())
             tool_calls = self._number_tool_calls(rule.tool_calls if rule else ())
         reply = rule.reply if rule else f"echo: {last_user_message}"
         prompt_tokens = sum(count_words(message.content) for message in messages)
@@ -154,9 +171,11 @@ class ScriptedProvider(LlmProvider):
                 delay_per_delta = rule.delay_per_delta
         return self._emit(reply, tool_calls, prompt_tokens, delay, delay_per_delta)
 
-    def _claim_rule(self, last_user_message: str, system_prompt: str) -> ScriptRule | None:
+    def _claim_rule(
+        self, last_user_message: str, system_prompt: str, info: CallInfo
+    ) -> ScriptRule | None:
         for rule in self.rules:
-            if not rule.matches(last_user_message, system_prompt):
+            if not rule.matches(last_user_message, system_prompt, info):
                 continue
             fired = self._fired.get(rule.index, 0)
             if rule.times is not None and fired >= rule.times:
@@ -251,6 +270,13 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
 
     delay = _seconds(raw, "delay", problem)
     delay_per_delta = _seconds(raw, "delay_per_delta", problem)
+    info = []
+    for key in INFO_KEYS:
+        if key in raw:
+            value = raw[key]
+            if not isinstance(value, str) or not value:
+                raise problem(f"`{key}` must be a non-empty string, got {value!r}")
+            info.append((key, value))
 
     return ScriptRule(
         index=index,
@@ -261,6 +287,7 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         times=times,
         delay=delay or 0.0,
         delay_per_delta=delay_per_delta,
+        info=tuple(info),
     )
 
 

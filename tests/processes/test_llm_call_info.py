@@ -1,0 +1,37 @@
+"""An engine's LLM calls say who makes them (engine, step, recipe), so a scripted provider's
+rules can target one step of one engine (PROTOCOL.md, "Scripted provider, second stage")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from processes.actions.create import create_process
+from processes.models import ConversationMessage
+from tests.conftest import open_session, wait_until
+from vancetope.llm.factory import reset_provider_cache
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rule_for_fords_answer_step_in_the_ford_recipe_answers_its_call(
+    alice, settings, tmp_path: Path
+):
+    # given a script whose first rule is for another engine and whose second is ford's step
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "- {engine: marvin, reply: not for ford}\n"
+        "- {engine: ford, step: answer, recipe: ford, reply: ford answers by its step}\n"
+    )
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+    reset_provider_cache()
+    session = open_session(alice)
+    # when a ford worker answers its goal
+    worker = create_process(session, goal="what is the step?", engine="ford")
+
+    # then the reply came from the rule for ford's `answer` step
+    def reply() -> str | None:
+        found = ConversationMessage.objects.filter(process_id=worker.pk, role="assistant")
+        return found.values_list("content", flat=True).first()
+
+    assert wait_until(reply) == "ford answers by its step"
