@@ -12,7 +12,7 @@ Brain that owns the data, and the lane (`processes/lane/context.py`) puts them t
 | `ctx.tools`    | `Tools`         | `vancetope/tools/dispatch.py` (`ToolBox`)               |
 | `ctx.tool_health` | `ToolHealth` | `vancetope/tools/health.py` (`ToolHealthAccess`)       |
 | `ctx.settings` | `Mapping`       | engine defaults ← recipe params ← process params        |
-| `ctx.processes`| `Processes`     | the orchestration issue (children); not available yet   |
+| `ctx.processes`| `Processes`     | `processes/capabilities/children.py` (`ChildProcesses`) |
 | `ctx.inbox`    | `Inbox`         | the inbox app; not available yet                        |
 | `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
 
@@ -165,16 +165,31 @@ class Processes(Protocol):
     their reports come back as ParentReport messages."""
 
     def spawn(
-        self, *, goal: str, recipe: str | None = None, params: dict[str, Any] | None = None
-    ) -> str: ...
+        self,
+        *,
+        goal: str,
+        recipe: str | None = None,
+        params: dict[str, Any] | None = None,
+        engine: str | None = None,
+    ) -> str:
+        """A child from a recipe (or the engine-name convention), in this process's tree and
+        within its budgets; its id at once. It starts in its own lane after this call's
+        commit and reports back as a ParentReport."""
+        ...
 
-    def steer(self, process_id: str, message: str) -> None: ...
+    def steer(self, process_id: str, message: str) -> None:
+        """A steer to one of this process's children (any other id is not found)."""
+        ...
 
     def stop(self, process_id: str) -> None: ...
 
-    def list(self, status: str | None = None) -> list[dict[str, Any]]: ...
+    def list(self, status: str | None = None) -> list[dict[str, Any]]:
+        """This process's children, as process objects."""
+        ...
 
-    def status(self, process_id: str) -> dict[str, Any]: ...
+    def status(self, process_id: str) -> dict[str, Any]:
+        """One child, with its lastError and how many of its messages wait."""
+        ...
 
 
 class Inbox(Protocol):

@@ -85,7 +85,7 @@ class ThinkEngineContext:
     # True for the session's chat process (its goal is not a question to answer).
     is_chat_process: bool = False
     tool_health: ToolHealth = _not_built("tool_health", "tool health outside agrajag")
-    processes: Processes = _not_built("processes", "child processes")
+    processes: Processes = _not_built("processes", "child processes outside a lane")
     inbox: Inbox = _not_built("inbox", "the inbox")
     memory: Memory = _not_built("memory", "memory and RAG")
     # Appends a message to the process's own pending queue, so the lane runs a turn on it

@@ -46,6 +46,8 @@ class ParentReport(Message):
     engine: str = ""
     event: str = ""
     payload: dict[str, Any] = field(default_factory=dict)
+    # Why the child failed (its lastError), for a FAILED report.
+    error: str = ""
 
     def prompt_text(self) -> str:
         return f"[report from {self.child_id} ({self.engine}): {self.event}]\n{self.text}"
@@ -90,6 +92,7 @@ def parse(kind: str, seq: int, payload: dict[str, Any]) -> PendingMessage:
             engine=str(payload.get("engine", "")),
             event=str(payload.get("event", "")),
             payload=dict(payload.get("payload") or {}),
+            error=str(payload.get("error", "")),
         )
     if kind == "TOOL_RESULT":
         return ToolResultMessage(

@@ -18,6 +18,19 @@ class ThinkProcess(models.Model):
     parent = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
+    # The process whose budget this one spends (ARCHITECTURE §5a, "Budgets per process tree"):
+    # null for a process that is its own budget root (a top-level process, or a child of a
+    # session's chat process, whose every task gets a budget of its own).
+    root = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # 0 for a top-level process, its parent's + 1 for a child.
+    depth = models.PositiveSmallIntegerField(default=0)
+    # On a budget root: how many processes its tree has spawned (the maxChildren budget).
+    descendants = models.PositiveIntegerField(default=0)
+    # Set by the parent's commit for a child it spawned: the child is started in its own lane
+    # (and started again by recovery if the Brain stopped before it was).
+    autostart = models.BooleanField(default=False)
     think_engine = models.CharField(max_length=50)
     engine_version = models.CharField(max_length=20)
     goal = models.TextField(blank=True)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from engines.registry import is_compatible
 from processes import transitions
 from processes.lane import lease as lanes
-from processes.lane.wake import wake_lane
+from processes.lane.wake import dispatch_start, wake_lane
 from processes.models import PendingMessage, ThinkProcess
 from processes.states import WAKE_ON_MESSAGE, Status
 
@@ -67,7 +67,8 @@ def recover_processes() -> RecoveryReport:
 def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     """Bring back processes left RUNNING by a dead worker (lease expired, or its owner was a
     process on this host that no longer runs) to IDLE, and wake every wakeable process whose
-    oldest pending message has waited longer than `min_pending_age` with nobody on its lane."""
+    oldest pending message has waited longer than `min_pending_age` with nobody on its lane,
+    and start every spawned child (autostart) that is still INIT after that long."""
     now = timezone.now()
     running = ThinkProcess.objects.filter(status=Status.RUNNING).values_list(
         "pk", "lease_owner", "lease_expires_at", "lease_fence"
@@ -102,5 +103,12 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     woken = 0
     for process_id in waiting:
         wake_lane(process_id)
+        woken += 1
+    # Children whose parent's commit asked for their start, which the Brain did not get to.
+    unstarted = ThinkProcess.objects.filter(
+        status=Status.INIT, autostart=True, created_at__lte=now - min_pending_age
+    )
+    for process_id in unstarted.values_list("pk", flat=True):
+        dispatch_start(process_id)
         woken += 1
     return RecoveryReport(recovered=recovered, expired=0, woken=woken)

@@ -190,6 +190,14 @@ CELERY_TIMEZONE = "UTC"
 VANCETOPE_LEASE_SECONDS = env_float("VANCETOPE_LEASE_SECONDS", 30.0)
 VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS", 20.0)
 
+# --- process trees (ARCHITECTURE §5a) -----------------------------------------------------------
+# Budgets of a tree of processes (a process that spawns children, and all of theirs); a recipe's
+# or a process's params maxChildren, maxDepth, maxTokens, maxWallSeconds may lower them.
+VANCETOPE_TREE_MAX_CHILDREN = env_int("VANCETOPE_TREE_MAX_CHILDREN", 100)
+VANCETOPE_TREE_MAX_DEPTH = env_int("VANCETOPE_TREE_MAX_DEPTH", 6)
+VANCETOPE_TREE_MAX_TOKENS = env_int("VANCETOPE_TREE_MAX_TOKENS", 2_000_000)
+VANCETOPE_TREE_MAX_WALL_SECONDS = env_float("VANCETOPE_TREE_MAX_WALL_SECONDS", 24 * 3600.0)
+
 # --- LLM -----------------------------------------------------------------------------------------
 VANCETOPE_LLM = env_str("VANCETOPE_LLM", "scripted")
 VANCETOPE_LLM_MODEL = env_str("VANCETOPE_LLM_MODEL")

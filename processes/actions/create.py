@@ -7,7 +7,8 @@ from typing import Any
 from django.utils import timezone
 
 from engines.registry import get_engine
-from processes.actions.lifecycle import start_process
+from processes.actions import lifecycle
+from processes.budgets import Placement, check_spawn
 from processes.models import ThinkProcess
 from recipes_app.services import resolve_recipe
 from sessions_app.models import Session, SessionStatus
@@ -24,7 +25,8 @@ def create_process(
     parent: ThinkProcess | None = None,
     start: bool = True,
 ) -> ThinkProcess:
-    """Spawn a process in the session; its recipe is copied into it (the snapshot)."""
+    """Spawn a process in the session; its recipe is copied into it (the snapshot). A child
+    (`parent`) is placed in its parent's tree, within the tree's budgets (BudgetExceeded)."""
     if session.status != SessionStatus.OPEN:
         raise Conflict(f"session {session.public_id} is {session.status}")
     if parent is not None and parent.session_id != session.pk:
@@ -33,10 +35,13 @@ def create_process(
     engine_impl = get_engine(chosen.engine)
     if engine_impl is None:
         raise NotFound(f"think engine {chosen.engine!r} is not registered")
+    placement = check_spawn(parent) if parent is not None else Placement(depth=0, root_id=None)
     now = timezone.now()
     process = ThinkProcess.objects.create(
         session=session,
         parent=parent,
+        root_id=placement.root_id,
+        depth=placement.depth,
         think_engine=engine_impl.name,
         engine_version=engine_impl.version,
         goal=goal,
@@ -47,5 +52,5 @@ def create_process(
         updated_at=now,
     )
     if start:
-        return start_process(process.pk)
+        return lifecycle.start_process(process.pk)
     return process

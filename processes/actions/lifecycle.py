@@ -12,18 +12,19 @@ import logging
 
 from django.conf import settings
 
+from engines.context import Finish
 from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
+from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
 from processes.lane.boundary import clear_interrupt, request_interrupt
 from processes.lane.commit import commit_call, ended_status
-from processes.lane.context import build_context
-from processes.lane.driver import engine_of
+from processes.lane.context import build_context, engine_of
 from processes.lane.wake import wake_lane
 from processes.models import ThinkProcess
 from processes.queries import load_process, pending_count
 from processes.recovery import expire_if_stale
-from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, check_call
+from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call
 from sessions_app.models import SessionStatus
 from vancetope.errors import Conflict, Unavailable
 
@@ -87,12 +88,19 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
             prepared = build_context(
                 engine, process, keeper, queue_turn=lambda text: queue_own_turn(process_id, text)
             )
-            if call is Call.RESET:
-                process.engine_state = {}
-            else:
-                getattr(engine, call.value)(process, prepared.ctx)
             assert rule.to is not None
             to_status, reason = rule.to, ""
+            try:
+                if call is Call.RESET:
+                    process.engine_state = {}
+                else:
+                    getattr(engine, call.value)(process, prepared.ctx)
+            except BudgetExceeded as exc:
+                if call is not Call.START:
+                    raise
+                # A start that breaks its tree's budget (spawning, or an LLM call) fails.
+                process.last_error = exc.message
+                prepared.ctx.finish(Finish.FAILED)
             if call is Call.STOP:
                 reason = CloseReason.STOPPED
             if call is Call.START:
@@ -111,6 +119,19 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
         if call in INTERRUPTING:
             clear_interrupt(process_id, call)
     report_to_parent(process, process.status, process.close_reason)
+    if call is Call.STOP:
+        stop_children(process_id)
     if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
         wake_lane(process_id)
     return process
+
+
+def stop_children(process_id: int) -> None:
+    """A stopped process's open children are stopped too (and theirs, each in its own call):
+    nobody would read what they report."""
+    children = ThinkProcess.objects.filter(parent_id=process_id).exclude(status=Status.CLOSED)
+    for child_id in children.values_list("pk", flat=True):
+        try:
+            stop_process(child_id)
+        except Conflict:
+            continue  # closed meanwhile

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from engines.registry import get_engine
 from processes.actions.pending import deliver
@@ -26,13 +27,19 @@ def report_to_parent(process: ThinkProcess, status: str, reason: str) -> Pending
     if engine is None:
         return None
     summary = engine.summarize_for_parent(process, event)
-    payload = {
-        "text": summary.human_summary,
+    text = summary.human_summary
+    payload: dict[str, Any] = {
         "childId": process.public_id,
         "engine": process.think_engine,
         "event": event,
         "payload": summary.payload,
     }
+    if event == CloseReason.FAILED and process.last_error:
+        # Why it failed reaches the parent whatever the engine's summary says.
+        payload["error"] = process.last_error
+        if process.last_error not in text:
+            text = f"{text}\n\nError: {process.last_error}"
+    payload["text"] = text
     message = deliver(process.parent_id, PendingKind.PARENT_REPORT, payload)
     if message is None:
         log.info(

@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from processes.actions.lifecycle import check_session_allows
+from processes.actions import lifecycle
 from processes.actions.pending import insert_pending, take_seqs
 from processes.lane.wake import wake_lane
 from processes.models import PendingKind, PendingMessage
@@ -64,7 +64,7 @@ def steer_many(
             if session.status != SessionStatus.OPEN:
                 raise Conflict(f"session {session.public_id} is {session.status}")
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
-        check_session_allows(process, Call.STEER)
+        lifecycle.check_session_allows(process, Call.STEER)
         messages = insert_pending(process, kind, [{"text": text} for text in texts])
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)

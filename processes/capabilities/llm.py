@@ -26,8 +26,11 @@ class LlmAccess:
         usage: TurnUsage,
         boundary: Callable[[], None],
         info: CallInfo | None = None,
+        before_call: Callable[[], None] | None = None,
     ) -> None:
         self.provider = provider
+        # Checks the process tree's budgets before each call (processes/budgets.py).
+        self._before_call = before_call
         # Who calls (engine, recipe); each call adds its step.
         self._info = info or CallInfo()
         self._events = events
@@ -39,6 +42,8 @@ class LlmAccess:
     ) -> Iterator[TextDelta | ToolCall]:
         # What the turn has to say (its start, the user's message) is out before the wait.
         self._events.store_held()
+        if self._before_call is not None:
+            self._before_call()
         info = CallInfo(self._info.engine, step, self._info.recipe)
         for item in self.provider.stream(messages, tools, info):
             if isinstance(item, TextDelta | ToolCall):

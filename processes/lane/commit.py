@@ -15,6 +15,7 @@ from django.utils import timezone
 from processes import transitions
 from processes.lane import lease as lanes
 from processes.lane.context import Prepared
+from processes.lane.wake import start_later
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.queries import next_pending
 from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
@@ -26,6 +27,15 @@ def append_conversation(process: ThinkProcess, prepared: Prepared) -> int:
     rows = prepared.conversation.rows(process.conversation_length)
     fastsql.insert(rows)
     return len(rows)
+
+
+def start_spawned(prepared: Prepared) -> None:
+    """Inside the commit: the children this call spawned are to be started (autostart, so
+    recovery starts them if the Brain stops first), each in its own lane once it commits."""
+    spawned = prepared.children.spawned
+    if spawned:
+        ThinkProcess.objects.filter(pk__in=spawned, status=Status.INIT).update(autostart=True)
+        start_later(spawned)
 
 
 def ended_status(prepared: Prepared, default: Status) -> tuple[Status, str]:
@@ -72,6 +82,7 @@ def commit_turn(
         )
         if consumed != 1:
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
+        start_spawned(prepared)
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
         upcoming = (
@@ -153,6 +164,7 @@ def commit_call(
             added = append_conversation(process, prepared)
         changes: dict[str, Any] = {
             "engine_state": process.engine_state,
+            "last_error": process.last_error,
             "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
             "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
         }
@@ -171,6 +183,7 @@ def commit_call(
             )
         except transitions.TransitionLost as exc:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit") from exc
+        start_spawned(prepared)
         prepared.events.emit_after_commit(event)
         prepared.events.flush()
     process.refresh_from_db()

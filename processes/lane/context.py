@@ -13,6 +13,9 @@ from django.conf import settings
 
 from engines.base import ThinkEngine
 from engines.context import ThinkEngineContext, TurnUsage
+from engines.registry import get_engine
+from processes.budgets import TreeBudget
+from processes.capabilities.children import ChildProcesses
 from processes.capabilities.conversation import ConversationBuffer
 from processes.capabilities.llm import LlmAccess
 from processes.capabilities.tools import toolbox_for
@@ -21,9 +24,17 @@ from processes.lane.boundary import Boundary
 from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from sessions_app.event_sink import Event, EventSink
+from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import get_provider
 from vancetope.tools.health import ToolHealthAccess
+
+
+def engine_of(process: ThinkProcess) -> ThinkEngine:
+    engine = get_engine(process.think_engine)
+    if engine is None:
+        raise Conflict(f"think engine {process.think_engine!r} is not registered")
+    return engine
 
 
 def engine_settings(engine: ThinkEngine, process: ThinkProcess) -> dict[str, object]:
@@ -45,6 +56,7 @@ class Prepared:
     ctx: ThinkEngineContext
     conversation: ConversationBuffer
     events: EventSink
+    children: ChildProcesses
 
 
 def build_context(
@@ -62,6 +74,9 @@ def build_context(
     usage = TurnUsage()
     boundary = Boundary(keeper)
     conversation = ConversationBuffer(process)
+    chat = chat_process_of(process.session_id) == process.pk
+    budget = TreeBudget(process, chat=chat)
+    children = ChildProcesses(process)
     ctx = ThinkEngineContext(
         process=process,
         llm=LlmAccess(
@@ -70,6 +85,7 @@ def build_context(
             usage,
             boundary,
             CallInfo(engine=process.think_engine, recipe=process.recipe_name),
+            before_call=lambda: budget.check_llm_call(usage.total),
         ),
         conversation=conversation,
         events=events,
@@ -78,9 +94,10 @@ def build_context(
         tools=toolbox_for(
             process, engine.allowed_tools, boundary, conversation=conversation, events=events
         ),
-        is_chat_process=chat_process_of(process.session_id) == process.pk,
+        is_chat_process=chat,
+        processes=children,
         queue_turn=queue_turn,
     )
     if process.category == "service":
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
-    return Prepared(ctx, conversation, events)
+    return Prepared(ctx, conversation, events, children)

@@ -12,13 +12,14 @@ from django.db import transaction
 
 from engines import messages
 from engines.base import ThinkEngine
-from engines.registry import get_engine
+from processes.actions import lifecycle
 from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
+from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
 from processes.lane.boundary import TurnInterrupted, interrupt_is_fresh
 from processes.lane.commit import commit_turn, lease_transition
-from processes.lane.context import Prepared, build_context
+from processes.lane.context import Prepared, build_context, engine_of
 from processes.lane.worker import is_stopping
 from processes.models import PendingMessage, ThinkProcess
 from processes.queries import has_work, load_process, next_pending
@@ -26,19 +27,11 @@ from processes.recovery import expire_if_stale
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
-from vancetope.errors import Conflict
 
 log = logging.getLogger(__name__)
 
 # Attempts of one pending message before the process is closed FAILED.
 MAX_TURN_ATTEMPTS = 3
-
-
-def engine_of(process: ThinkProcess) -> ThinkEngine:
-    engine = get_engine(process.think_engine)
-    if engine is None:
-        raise Conflict(f"think engine {process.think_engine!r} is not registered")
-    return engine
 
 
 def typed(message: PendingMessage) -> messages.PendingMessage:
@@ -105,6 +98,12 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             break
         except lanes.LeaseLost:
             raise
+        except BudgetExceeded as exc:
+            # Not retried: the budget stays used up.
+            log.warning("lane %s: %s", process.public_id, exc.message)
+            process.last_error = exc.message
+            _fail(process, lease, run)
+            return turns
         except Exception as exc:
             failures += 1
             log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
@@ -127,7 +126,8 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
 
 
 def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
-    """The same message failed MAX_TURN_ATTEMPTS times: CLOSED/FAILED, and the parent hears."""
+    """The same message failed MAX_TURN_ATTEMPTS times (or a budget broke): CLOSED/FAILED, the
+    parent hears, and the process's open children are stopped (nobody reads their reports)."""
     with transaction.atomic():
         events = run.start()
         events.append(_failure_notice(process))
@@ -136,6 +136,7 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
         )
         emit_events(process.session_id, events)
     report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
+    lifecycle.stop_children(process.pk)
 
 
 def _failure_notice(process: ThinkProcess) -> Event:

@@ -11,12 +11,25 @@ from django.db import close_old_connections
 from processes.lane.driver import drive_lane
 from processes.lane.worker import request_stop
 from processes.recovery import LOST_WAKE_AFTER, recover_lanes
+from vancetope.errors import Conflict
 
 
 @shared_task(name="processes.drive_lane")
 def drive_lane_task(process_id: int) -> int:
     """Drain the pending messages of one process; returns how many turns ran."""
     return drive_lane(process_id)
+
+
+@shared_task(name="processes.start_process")
+def start_process_task(process_id: int) -> str:
+    """Start a child its parent spawned (autostart); returns the status it reached. A child
+    that was started meanwhile (or stopped) is left as it is."""
+    from processes.actions import lifecycle
+
+    try:
+        return str(lifecycle.start_process(process_id).status)
+    except Conflict as refused:
+        return f"not started: {refused.message}"
 
 
 @shared_task(name="processes.sweep_lanes")

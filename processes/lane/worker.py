@@ -33,15 +33,25 @@ class InProcessWorker:
             self._queued.add(process_id)
         return self._executor.submit(self._run, process_id)
 
-    def _run(self, process_id: int) -> None:
-        from processes.lane.tasks import drive_lane_task
+    def submit_start(self, process_id: int) -> Future[None] | None:
+        """Start a spawned child (the start task), in a pool thread."""
+        if self.stopping.is_set():
+            return None
+        return self._executor.submit(self._run, process_id, start=True)
 
-        with self._lock:
-            self._queued.discard(process_id)
+    def _run(self, process_id: int, *, start: bool = False) -> None:
+        from processes.lane.tasks import drive_lane_task, start_process_task
+
+        if not start:
+            with self._lock:
+                self._queued.discard(process_id)
         try:
             # The task itself (as a worker runs it), without Task.apply's eager-result and
             # tracing machinery, which cost as much as a turn's own work.
-            drive_lane_task(process_id)
+            if start:
+                start_process_task(process_id)
+            else:
+                drive_lane_task(process_id)
         except Exception:
             log.exception("lane tp_%s failed", process_id)
         finally:

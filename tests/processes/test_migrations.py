@@ -13,7 +13,9 @@ from tests.conftest import open_session, wait_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("processes", "0002_conversation_epoch")]
-AFTER = [("processes", "0003_consumed_count")]
+# Forward to the newest: the model the test reads with has every later column.
+AFTER = [("processes", "0004_process_trees")]
+BEFORE_TREES = [("processes", "0003_consumed_count")]
 
 
 def migrate(targets: list[tuple[str, str]]) -> None:
@@ -40,5 +42,29 @@ def test_consumed_count_is_filled_from_the_consumed_messages(alice):
         process = ThinkProcess.objects.get(pk=pid)
         assert process.consumed_count == 3
         assert process.waiting == 2
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
+
+
+def test_children_made_before_trees_get_their_depth_and_budget_root(alice):
+    # given a worker under the chat process, and a grandchild under the worker, stored before
+    # processes had depths and budget roots
+    session = open_session(alice)
+    chat = ThinkProcess.objects.get(pk=session.chat_process_id)
+    worker = ThinkProcess.objects.create(
+        session=session, parent=chat, think_engine="ford", engine_version="1.0.0"
+    )
+    grandchild = ThinkProcess.objects.create(
+        session=session, parent=worker, think_engine="ford", engine_version="1.0.0"
+    )
+    try:
+        # when: the database goes back to before the columns, and forward again
+        migrate(BEFORE_TREES)
+        migrate(AFTER)
+        # then: depths count from the top; the chat process is nobody's budget root
+        placed = {p.pk: (p.depth, p.root_id) for p in ThinkProcess.objects.all()}
+        assert placed[chat.pk] == (0, None)
+        assert placed[worker.pk] == (1, None)
+        assert placed[grandchild.pk] == (2, worker.pk)
     finally:
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes())
