@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer
 
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 from vancetope.infra.redis_channel_layer import RedisChannelLayer
@@ -89,6 +91,104 @@ async def test_a_full_group_member_drops_its_oldest_message_and_keeps_the_newest
     # database); only the oldest was dropped
     assert (await layer.receive(channel))["n"] == 2
     assert (await layer.receive(channel))["n"] == 3
+
+
+async def test_group_send_now_from_a_plain_thread_wakes_the_receiver_promptly():
+    # given: a socket waiting on this loop
+    layer = ThreadSafeInMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0.01)
+    # when: a lane thread, which has no event loop, sends to its group
+    sender = threading.Thread(
+        target=layer.group_send_now, args=("session.1", {"type": "session.events", "n": 1})
+    )
+    sender.start()
+    sender.join()
+    # then
+    assert await asyncio.wait_for(receiving, timeout=2) == {"type": "session.events", "n": 1}
+
+
+async def test_a_send_from_another_loop_wakes_the_receiver_on_its_own_loop():
+    layer = ThreadSafeInMemoryChannelLayer()
+    channel = await layer.new_channel()
+    receiving = asyncio.ensure_future(layer.receive(channel))
+    await asyncio.sleep(0.01)
+    sender = threading.Thread(
+        target=lambda: asyncio.run(layer.send(channel, {"type": "direct", "n": 1}))
+    )
+    sender.start()
+    sender.join()
+    assert await asyncio.wait_for(receiving, timeout=2) == {"type": "direct", "n": 1}
+
+
+async def test_a_message_sent_before_anyone_receives_waits_in_the_channel():
+    # given: a send from a plain thread to a channel no loop has received on yet
+    layer = ThreadSafeInMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    sender = threading.Thread(target=layer.group_send_now, args=("session.1", {"type": "x"}))
+    sender.start()
+    sender.join()
+    # when / then: the first receive gets it; a group nobody is in takes a send quietly
+    assert await asyncio.wait_for(layer.receive(channel), timeout=1) == {"type": "x"}
+    layer.group_send_now("session.nobody", {"type": "x"})
+
+
+async def test_a_direct_send_to_a_full_channel_on_its_loop_is_refused_as_channels_does():
+    layer = ThreadSafeInMemoryChannelLayer(capacity=1)
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "x", "n": 1})
+    with pytest.raises(ChannelFull):
+        await layer.send(channel, {"type": "x", "n": 2})
+    assert (await layer.receive(channel))["n"] == 1
+
+
+async def test_a_handed_over_send_to_a_full_channel_drops_its_oldest():
+    # given: a full channel whose receiver has received on this loop (and has more to read)
+    layer = ThreadSafeInMemoryChannelLayer(capacity=2)
+    channel = await layer.new_channel()
+    await layer.send(channel, {"type": "x", "n": 0})
+    await layer.send(channel, {"type": "x", "n": 1})
+    assert (await layer.receive(channel))["n"] == 0
+    await layer.send(channel, {"type": "x", "n": 2})
+    # when: another thread sends to it (handed over to this loop, where it must not fail)
+    sender = threading.Thread(
+        target=lambda: asyncio.run(layer.send(channel, {"type": "x", "n": 3}))
+    )
+    sender.start()
+    sender.join()
+    await asyncio.sleep(0.05)  # the hand-over runs on this loop
+    # then
+    assert [(await layer.receive(channel))["n"] for _ in range(2)] == [2, 3]
+    assert layer.channels == {}
+
+
+async def test_the_expiry_scan_runs_at_most_once_a_second(monkeypatch):
+    # given: channels' scan, counted
+    scans: list[float] = []
+    monkeypatch.setattr(InMemoryChannelLayer, "_clean_expired", lambda self: scans.append(1))
+    layer = ThreadSafeInMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    # when: many group sends and receives within a second
+    for n in range(50):
+        await layer.group_send("session.1", {"type": "x", "n": n})
+        await layer.receive(channel)
+    # then: one scan
+    assert len(scans) == 1
+
+
+async def test_flush_forgets_channels_groups_and_receiver_loops():
+    layer = ThreadSafeInMemoryChannelLayer()
+    channel = await layer.new_channel()
+    await layer.group_add("session.1", channel)
+    await layer.send(channel, {"type": "x"})
+    await layer.receive(channel)
+    await layer.send(channel, {"type": "x"})
+    await layer.flush()
+    assert (layer.channels, layer.groups, layer._receiver_loops) == ({}, {}, {})
 
 
 # --- the Redis layer of the distributed runtime (CI runs these on Redis) --------------------------
