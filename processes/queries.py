@@ -50,11 +50,11 @@ def pending_count(process_id: int) -> int:
 
 def load_process(process_id: int) -> ThinkProcess:
     """The process with its session, as the lane reads them (prepared SQL, no joins)."""
-    found = fastsql.select(ThinkProcess, "id = %s", [process_id])
+    found = fastsql.select(ThinkProcess, "{id} = %s", [process_id])
     if not found:
         raise NotFound(f"process tp_{process_id} not found")
     process = found[0]
-    process.session = fastsql.select(Session, "id = %s", [process.session_id])[0]
+    process.session = fastsql.select(Session, "{id} = %s", [process.session_id])[0]
     return process
 
 
@@ -75,16 +75,16 @@ def has_work(process_id: int) -> bool:
 def next_pending(process_id: int, *, unless_interrupted: bool = False) -> PendingMessage | None:
     """The process's next pending message; with `unless_interrupted`, none while a fresh
     interrupt waits (checked in the same statement)."""
-    where = "process_id = %s AND consumed = %s"
+    where = "{process_id} = %s AND {consumed} = %s"
     params: list[Any] = [process_id, False]
     if unless_interrupted:
-        where += (
-            f" AND NOT EXISTS (SELECT 1 FROM {fastsql.table(ThinkProcess)} "
-            "WHERE id = %s AND interrupt <> '' AND interrupt_at > %s)"
+        where += " AND NOT EXISTS " + fastsql.sql(
+            ThinkProcess,
+            "(SELECT 1 FROM {table} WHERE {id} = %s AND {interrupt} <> '' AND {interrupt_at} > %s)",
         )
         fresh_after = timezone.now() - INTERRUPT_TTL
         params += [process_id, connection.ops.adapt_datetimefield_value(fresh_after)]
-    found = fastsql.select(PendingMessage, where, params, tail="ORDER BY seq LIMIT 1")
+    found = fastsql.select(PendingMessage, where, params, tail="ORDER BY {seq} LIMIT 1")
     return found[0] if found else None
 
 
@@ -98,7 +98,7 @@ def chat_process_of(session_id: int) -> int | None:
     found = _chat_processes.get(session_id)
     if found is None:
         found = fastsql.scalar(
-            f"SELECT chat_process_id FROM {fastsql.table(Session)} WHERE id = %s", [session_id]
+            Session, "SELECT {chat_process_id} FROM {table} WHERE {id} = %s", [session_id]
         )
         if found is not None:
             if len(_chat_processes) >= CHAT_PROCESS_CACHE:

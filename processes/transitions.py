@@ -72,10 +72,10 @@ def apply(
         "updated_at": now,
     }
     if lease is not None:
-        updated = lease.update(written, "status = %s", [from_status])
+        updated = lease.update(written, "{status} = %s", [from_status])
     else:
         updated = fastsql.update(
-            ThinkProcess, "id = %s AND status = %s", [process.pk, from_status], written
+            ThinkProcess, "{id} = %s AND {status} = %s", [process.pk, from_status], written
         )
     if updated != 1:
         raise TransitionLost(f"{process.public_id} changed before {call.value} was written")
@@ -120,11 +120,11 @@ def recover_running(candidates: Sequence[tuple[int, int]], owners: dict[int, str
     rule = check_call(Call.RECOVER, Status.RUNNING)
     assert rule.to is not None
     now = timezone.now()
-    pairs = " OR ".join(["(id = %s AND lease_fence = %s)"] * len(candidates))
+    pairs = " OR ".join(["({id} = %s AND {lease_fence} = %s)"] * len(candidates))
     with transaction.atomic():
         taken = fastsql.update_returning(
             ThinkProcess,
-            f"status = %s AND ({pairs})",
+            f"{{status}} = %s AND ({pairs})",
             [Status.RUNNING, *itertools.chain.from_iterable(candidates)],
             {"status": rule.to, "lease_owner": "", "lease_expires_at": None, "updated_at": now},
         )

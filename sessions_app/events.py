@@ -39,8 +39,9 @@ def reserve_seqs(session_id: int, count: int = 1) -> int:
     the session row until the surrounding transaction commits, so numbers are handed out (and
     committed) in order. Events are work done for the session: its idle clock starts again."""
     last = fastsql.scalar(
-        f"UPDATE {fastsql.table(Session)} SET last_seq = last_seq + %s, last_activity_at = %s "
-        "WHERE id = %s RETURNING last_seq",
+        Session,
+        "UPDATE {table} SET {last_seq} = {last_seq} + %s, {last_activity_at} = %s "
+        "WHERE {id} = %s RETURNING {last_seq}",
         [count, connection.ops.adapt_datetimefield_value(timezone.now()), session_id],
     )
     if last is None:

@@ -78,7 +78,7 @@ def get_visible_session(user: Any, session_id: int) -> Session:
 
 def load_session(session_id: int) -> Session:
     """The session row as it is now (prepared SQL, no joins)."""
-    found = fastsql.select(Session, "id = %s", [session_id])
+    found = fastsql.select(Session, "{id} = %s", [session_id])
     if not found:
         raise NotFound(f"session sess_{session_id} not found")
     return found[0]

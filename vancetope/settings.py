@@ -138,19 +138,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- channels, celery ----------------------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
-# Messages a socket's channel holds; when it is full the oldest are dropped (a socket that misses
-# events fills the gap from the database, which is slower): room for a burst of a few hundred
-# turns.
+# Messages a socket's channel holds in the embedded layer; when it is full the oldest are dropped
+# (a socket that misses events fills the gap from the database, which is slower): room for a
+# burst of a few hundred turns.
 CHANNEL_CAPACITY = env_int("VANCETOPE_CHANNEL_CAPACITY", 1000)
 if REDIS_URL:
+    # channels_redis' own pub/sub layer: a message reaches the sockets subscribed at that moment
+    # (it waits in their Brain's memory until read), or nobody, and a socket that misses events
+    # fills the gap from the database. Measured against our former subclass of its sorted-set
+    # layer in vancetope/infra/UPSTREAM.md.
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "vancetope.infra.redis_channel_layer.RedisChannelLayer",
-            "CONFIG": {
-                "hosts": [REDIS_URL],
-                "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt"),
-                "capacity": CHANNEL_CAPACITY,
-            },
+            "BACKEND": "channels_redis.pubsub.RedisPubSubChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("VANCETOPE_CHANNEL_PREFIX", "vt")},
         }
     }
 else:

@@ -16,10 +16,10 @@ def take_seqs(process_id: int, count: int, *, unless_closed: bool = False) -> Th
     until the transaction ends; the process as that left it (the seqs taken end just below its
     `next_pending_seq`), or None if there is no such process (with `unless_closed`, no such
     process that is not CLOSED)."""
-    where = "id = %s"
+    where = "{id} = %s"
     params: list[Any] = [process_id]
     if unless_closed:
-        where += " AND status <> %s"
+        where += " AND {status} <> %s"
         params.append(Status.CLOSED)
     found = fastsql.update_returning(
         ThinkProcess, where, params, {"next_pending_seq": fastsql.Add(count)}

@@ -52,7 +52,7 @@ def steer_many(
         if process is None:
             raise NotFound(f"process tp_{process_id} not found")
         [process.session] = fastsql.update_returning(
-            Session, "id = %s", [process.session_id], {"last_activity_at": timezone.now()}
+            Session, "{id} = %s", [process.session_id], {"last_activity_at": timezone.now()}
         )
         if user is not None and not is_visible(process, user):
             raise NotFound(f"process tp_{process_id} not found")

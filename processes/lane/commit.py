@@ -76,7 +76,7 @@ def commit_turn(
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
         consumed = fastsql.update(
             PendingMessage,
-            "id = %s AND consumed = %s",
+            "{id} = %s AND {consumed} = %s",
             [message.pk, False],
             {"consumed": True, "consumed_at": now, "consumed_fence": lease.fence},
         )

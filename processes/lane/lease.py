@@ -58,7 +58,7 @@ class Lease:
     def update(self, changes: dict[str, Any], where: str = "", params: Sequence[Any] = ()) -> int:
         """Change the process row only while this lease still holds it (and `where`, if
         given, holds too); returns 1 if it did, 0 if not. The turn path's fenced write."""
-        fenced = "id = %s AND lease_owner = %s AND lease_fence = %s"
+        fenced = "{id} = %s AND {lease_owner} = %s AND {lease_fence} = %s"
         return fastsql.update(
             ThinkProcess,
             f"{fenced} AND {where}" if where else fenced,
@@ -102,7 +102,7 @@ def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
     # returns the row, so the holder need not read it again.
     taken = fastsql.update_returning(
         ThinkProcess,
-        "id = %s AND (lease_owner = '' OR lease_expires_at < %s)",
+        "{id} = %s AND ({lease_owner} = '' OR {lease_expires_at} < %s)",
         [process_id, connection.ops.adapt_datetimefield_value(now)],
         {"lease_owner": owner, "lease_expires_at": expires, "lease_fence": fastsql.Add(1)},
     )

@@ -1,15 +1,17 @@
 """The turn path's prepared SQL reads and writes what the ORM reads and writes, on SQLite and
-(in CI) on PostgreSQL."""
+(in CI) on PostgreSQL, and names columns only through the models' fields."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
 import pytest
-from django.db import transaction
+from django.core.exceptions import FieldDoesNotExist
+from django.db import connection, transaction
 from django.utils import timezone
 
-from processes.models import PendingKind, PendingMessage, ThinkProcess
+from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
+from sessions_app.models import Session
 from tests.conftest import open_session
 from vancetope.infra import fastsql
 
@@ -28,7 +30,7 @@ def test_select_builds_the_instance_the_orm_builds(alice):
     )
     orm = ThinkProcess.objects.get(pk=session.chat_process_id)
     # when
-    [fast] = fastsql.select(ThinkProcess, "id = %s", [session.chat_process_id])
+    [fast] = fastsql.select(ThinkProcess, "{id} = %s", [session.chat_process_id])
     # then: every field has the same value and type
     for field in ThinkProcess._meta.concrete_fields:
         ours, theirs = getattr(fast, field.attname), getattr(orm, field.attname)
@@ -41,16 +43,32 @@ def test_select_builds_the_instance_the_orm_builds(alice):
 
 def test_select_with_a_tail_and_no_rows(alice):
     session = open_session(alice)
-    where = "process_id = %s AND consumed = %s"
+    where = "{process_id} = %s AND {consumed} = %s"
     assert fastsql.select(PendingMessage, where, [session.chat_process_id, False]) == []
     for seq in (3, 1, 2):
         PendingMessage.objects.create(
             process_id=session.chat_process_id, seq=seq, kind=PendingKind.USER
         )
     first = fastsql.select(
-        PendingMessage, where, [session.chat_process_id, False], tail="ORDER BY seq LIMIT 1"
+        PendingMessage, where, [session.chat_process_id, False], tail="ORDER BY {seq} LIMIT 1"
     )
     assert [message.seq for message in first] == [1]
+
+
+def test_values_are_the_named_fields_converted_as_the_orm_converts_them(alice):
+    # given
+    session = open_session(alice)
+    pk = session.chat_process_id
+    now = timezone.now()
+    ThinkProcess.objects.filter(pk=pk).update(engine_state={"k": [1]}, interrupt_at=now)
+    names = ["status", "engine_state", "interrupt_at", "session"]
+    orm = list(ThinkProcess.objects.filter(pk=pk).values_list(*names))
+    # when
+    fast = fastsql.values(ThinkProcess, names, "{id} = %s", [pk])
+    # then
+    assert [tuple(row) for row in fast] == orm
+    assert fast == [["IDLE", {"k": [1]}, now, session.pk]]
+    assert fastsql.values(ThinkProcess, names, "{id} = %s", [pk + 1000]) == []
 
 
 def test_insert_with_returning_pk_stores_the_row_as_the_orm_would(alice):
@@ -63,10 +81,32 @@ def test_insert_with_returning_pk_stores_the_row_as_the_orm_would(alice):
     )
     fastsql.insert([message], returning_pk=True)
     assert message.pk is not None
+    assert (message._state.adding, message._state.db) == (False, "default")
     stored = PendingMessage.objects.get(pk=message.pk)
     assert stored.payload == {"text": 'hé "quoted" ünïcode', "n": [1, 2]}
     assert (stored.seq, stored.kind, stored.consumed) == (7, "STEER", False)
     assert stored.created_at == message.created_at
+
+
+def test_insert_of_several_rows_is_one_statement_and_leaves_their_pks_unset(alice):
+    # given
+    session = open_session(alice)
+    pk = session.chat_process_id
+    rows = [
+        ConversationMessage(process_id=pk, index=n, role="user", content=f"m{n}") for n in range(3)
+    ]
+    # when
+    with transaction.atomic():
+        fastsql.insert(rows)
+    fastsql.insert([])  # nothing to store is no statement at all
+    # then
+    assert [row.pk for row in rows] == [None, None, None]
+    stored = ConversationMessage.objects.filter(process_id=pk).order_by("index")
+    assert [(row.index, row.role, row.content) for row in stored] == [
+        (0, "user", "m0"),
+        (1, "user", "m1"),
+        (2, "user", "m2"),
+    ]
 
 
 def test_update_adds_sets_and_reports_the_rows_it_changed(alice):
@@ -76,7 +116,7 @@ def test_update_adds_sets_and_reports_the_rows_it_changed(alice):
     with transaction.atomic():
         changed = fastsql.update(
             ThinkProcess,
-            "id = %s",
+            "{id} = %s",
             [pk],
             {
                 "prompt_tokens": fastsql.Add(5),
@@ -89,7 +129,94 @@ def test_update_adds_sets_and_reports_the_rows_it_changed(alice):
     assert (process.prompt_tokens, process.engine_state) == (5, {"k": "v"})
     assert process.lease_expires_at == expires
     # a WHERE that does not hold changes nothing
-    assert (
-        fastsql.update(ThinkProcess, "id = %s AND status = %s", [pk, "CLOSED"], {"goal": "x"}) == 0
-    )
+    where = "{id} = %s AND {status} = %s"
+    assert fastsql.update(ThinkProcess, where, [pk, "CLOSED"], {"goal": "x"}) == 0
     assert ThinkProcess.objects.get(pk=pk).goal == ""
+
+
+def test_update_returning_gives_the_rows_as_the_update_left_them(alice):
+    # given
+    session = open_session(alice)
+    pk = session.chat_process_id
+    before = ThinkProcess.objects.get(pk=pk)
+    # when
+    with transaction.atomic():
+        [after] = fastsql.update_returning(
+            ThinkProcess,
+            "{id} = %s",
+            [pk],
+            {"next_pending_seq": fastsql.Add(3), "lease_owner": "me"},
+        )
+    # then: the instance is the row as it is now, every field as the ORM reads it
+    assert after.next_pending_seq == before.next_pending_seq + 3
+    assert after.lease_owner == "me"
+    orm = ThinkProcess.objects.get(pk=pk)
+    for field in ThinkProcess._meta.concrete_fields:
+        assert getattr(after, field.attname) == getattr(orm, field.attname), field.name
+    assert fastsql.update_returning(ThinkProcess, "{id} = %s", [pk + 1000], {"goal": "x"}) == []
+
+
+def test_scalar_reads_a_value_or_none_and_returns_what_a_write_returns(alice):
+    session = open_session(alice)
+    read = "SELECT {chat_process_id} FROM {table} WHERE {id} = %s"
+    assert fastsql.scalar(Session, read, [session.pk]) == session.chat_process_id
+    assert fastsql.scalar(Session, read, [session.pk + 1000]) is None
+    with transaction.atomic():
+        last = fastsql.scalar(
+            Session,
+            "UPDATE {table} SET {last_seq} = {last_seq} + %s WHERE {id} = %s RETURNING {last_seq}",
+            [5, session.pk],
+        )
+    assert last == Session.objects.get(pk=session.pk).last_seq == session.last_seq + 5
+
+
+def test_columns_and_tables_are_named_as_the_database_quotes_them():
+    quote = connection.ops.quote_name
+    assert fastsql.table(Session) == quote(Session._meta.db_table)
+    assert fastsql.col(ThinkProcess, "lease_fence") == quote("lease_fence")
+    # a foreign key by its name or its attname is its column
+    assert fastsql.col(PendingMessage, "process") == quote("process_id")
+    assert fastsql.col(PendingMessage, "process_id") == quote("process_id")
+    assert fastsql.sql(ThinkProcess, "SELECT 1 FROM {table} WHERE {session} = %s") == (
+        f"SELECT 1 FROM {quote(ThinkProcess._meta.db_table)} WHERE {quote('session_id')} = %s"
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "no_such_field",  # renamed or removed
+        "pending",  # a reverse relation has no column of this table
+    ],
+)
+def test_a_name_that_is_not_a_column_of_the_model_fails_at_first_use(name):
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.col(ThinkProcess, name)
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.sql(ThinkProcess, f"{{{name}}} = %s")
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.select(ThinkProcess, f"{{{name}}} = %s", [1])
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.update(ThinkProcess, f"{{{name}}} = %s", [1], {"goal": "x"})
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.update(ThinkProcess, "{id} = %s", [1], {name: "x"})
+    with pytest.raises(FieldDoesNotExist):
+        fastsql.scalar(ThinkProcess, f"SELECT {{{name}}} FROM {{table}}", [])
+
+
+def test_a_built_statement_does_not_look_its_fields_up_again(alice, monkeypatch):
+    # given: a read and a write built once
+    session = open_session(alice)
+    pk = session.chat_process_id
+    where = "{id} = %s AND {status} <> %s"
+    fastsql.select(ThinkProcess, where, [pk, "CLOSED"])
+    fastsql.update(ThinkProcess, where, [pk, "CLOSED"], {"goal": "a"})
+
+    # when: the model's fields can no longer be looked up
+    def no_lookups(name: str) -> None:
+        raise AssertionError(f"{name} looked up again")
+
+    monkeypatch.setattr(ThinkProcess._meta, "get_field", no_lookups)
+    # then: running them again needs no lookup
+    assert [p.pk for p in fastsql.select(ThinkProcess, where, [pk, "CLOSED"])] == [pk]
+    assert fastsql.update(ThinkProcess, where, [pk, "CLOSED"], {"goal": "b"}) == 1

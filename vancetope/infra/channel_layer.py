@@ -1,5 +1,5 @@
 """The channel layer of the embedded Brain: in memory, and it may be sent to from any thread
-(the distributed runtime's Redis layer is in vancetope.infra.redis_channel_layer).
+(the distributed runtime uses channels_redis' RedisPubSubChannelLayer as it is).
 
 The embedded Brain drives lanes in worker threads, while the consumers wait on the server's
 loop. Channels' InMemoryChannelLayer wakes a waiting receiver only when the sender runs on the

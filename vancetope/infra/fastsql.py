@@ -9,15 +9,23 @@ Nothing here bypasses the model fields: values are adapted by `field.get_db_prep
 columns converted by the field's converters, exactly as the ORM does, and rows become model
 instances through `Model.from_db`. So SQLite and PostgreSQL receive what the ORM would send,
 and the instances behave like ORM-loaded ones.
+
+Columns are named by their model's fields, never spelled out by callers: in a `where`, a `tail`
+or a `scalar` statement, `{name}` is the quoted column of the model's field `name` (its name or
+attname) and `{table}` the model's quoted table. A field that does not exist (renamed, removed)
+raises FieldDoesNotExist the first time the statement is built; built statements are cached, so
+naming costs nothing after that.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
 
@@ -42,7 +50,11 @@ class _Select:
 
 _selects: dict[tuple[Any, ...], _Select] = {}
 _statements: dict[tuple[Any, ...], str] = {}
+_updates: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
+_columns: dict[tuple[type[Model], str], str] = {}
 _lock = threading.Lock()
+# `{name}` in a statement template: a field of the statement's model, or `{table}`.
+_NAME = re.compile(r"\{(\w+)\}")
 
 
 def _db() -> Any:
@@ -51,7 +63,7 @@ def _db() -> Any:
     return connections[DEFAULT_DB_ALIAS]
 
 
-def _execute(db: Any, sql: str, params: Sequence[Any]) -> Any:
+def _execute(db: Any, statement: str, params: Sequence[Any]) -> Any:
     """Run one statement; returns the cursor with its result. The cursor is kept per
     connection: Django builds a new cursor wrapper for every `connection.cursor()` (7 µs here,
     and a turn runs about 25 statements). The connection is health-checked and opened as
@@ -66,13 +78,53 @@ def _execute(db: Any, sql: str, params: Sequence[Any]) -> Any:
         if kept is None or kept[0] is not db.connection:
             kept = db.__dict__["_fastsql_cursor"] = (db.connection, db.cursor())
         cursor = kept[1]
-    cursor.execute(sql, params)
+    cursor.execute(statement, params)
     return cursor
 
 
 def _quote(name: str | None) -> str:
     assert name is not None
     return str(_db().ops.quote_name(name))
+
+
+def col(model: type[Model], name: str) -> str:
+    """The quoted column of `model`'s concrete field `name` (a field name or attname, so a
+    foreign key is `session` or `session_id`). Raises FieldDoesNotExist for a name that is not
+    such a field. Cached per (model, name)."""
+    key = (model, name)
+    found = _columns.get(key)
+    if found is None:
+        field: Any = model._meta.get_field(name)
+        if not getattr(field, "concrete", False) or field.many_to_many:
+            raise FieldDoesNotExist(f"{model.__name__}.{name} is not a column")
+        found = _quote(field.column)
+        with _lock:
+            _columns[key] = found
+    return found
+
+
+def table(model: type[Model]) -> str:
+    """The quoted table of `model`."""
+    return _quote(model._meta.db_table)
+
+
+def _render(model: type[Model], template: str) -> str:
+    """`template` with each `{name}` replaced by `model`'s column (`{table}`: its table)."""
+    return _NAME.sub(
+        lambda match: table(model) if match[1] == "table" else col(model, match[1]), template
+    )
+
+
+def sql(model: type[Model], template: str) -> str:
+    """`template` with `model`'s columns and table named (see the module docstring), cached
+    per (model, template): for a part of a statement about another model, as a subquery."""
+    key = ("sql", model, template)
+    found = _statements.get(key)
+    if found is None:
+        found = _render(model, template)
+        with _lock:
+            _statements[key] = found
+    return found
 
 
 def _build_select(
@@ -82,17 +134,18 @@ def _build_select(
     fields: list[Any] = list(
         meta.concrete_fields if names is None else (meta.get_field(n) for n in names)
     )
-    table = meta.db_table
     columns = ", ".join(_quote(field.column) for field in fields)
     converters = []
     for index, field in enumerate(fields):
-        col = field.get_col(table)
-        found = db.ops.get_db_converters(col) + col.get_db_converters(db)
+        expression = field.get_col(meta.db_table)
+        found = db.ops.get_db_converters(expression) + expression.get_db_converters(db)
         if found:
-            converters.append((index, tuple((converter, col) for converter in found)))
-    sql = f"SELECT {columns} FROM {_quote(table)} WHERE {where} {tail}".rstrip()
+            converters.append((index, tuple((converter, expression) for converter in found)))
+    statement = (
+        f"SELECT {columns} FROM {table(model)} WHERE {_render(model, where)} {_render(model, tail)}"
+    ).rstrip()
     attnames = tuple(field.attname for field in fields)
-    return _Select(sql, columns, attnames, tuple(converters))
+    return _Select(statement, columns, attnames, tuple(converters))
 
 
 def _select(
@@ -107,8 +160,8 @@ def _select(
     return found
 
 
-def _fetch(db: Any, sql: str, params: Sequence[Any]) -> list[list[Any]]:
-    return [list(row) for row in _execute(db, sql, params).fetchall()]
+def _fetch(db: Any, statement: str, params: Sequence[Any]) -> list[list[Any]]:
+    return [list(row) for row in _execute(db, statement, params).fetchall()]
 
 
 def _convert(db: Any, select: _Select, rows: list[list[Any]]) -> list[list[Any]]:
@@ -126,8 +179,8 @@ def _rows(db: Any, select: _Select, params: Sequence[Any]) -> list[list[Any]]:
 
 
 def select(model: type[M], where: str, params: Sequence[Any], *, tail: str = "") -> list[M]:
-    """Rows of `model` (every column) WHERE `where` (column names, %s placeholders), then
-    `tail` (ORDER BY / LIMIT)."""
+    """Rows of `model` (every column) WHERE `where` (`{field}` names, %s placeholders), then
+    `tail` (ORDER BY / LIMIT, `{field}` names too)."""
     db = _db()
     prepared = _select(db, model, None, where, tail)
     rows = _rows(db, prepared, params)
@@ -152,23 +205,23 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     meta = model._meta
     fields = [field for field in meta.concrete_fields if field is not meta.auto_field]
     key = ("insert", db.vendor, model, len(objs), returning_pk)
-    sql = _statements.get(key)
-    if sql is None:
+    statement = _statements.get(key)
+    if statement is None:
         row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-        sql = (
+        statement = (
             f"INSERT INTO {_quote(meta.db_table)} "
             f"({', '.join(_quote(field.column) for field in fields)}) "
             f"VALUES {', '.join([row] * len(objs))}"
         )
         if returning_pk:
             assert meta.pk is not None
-            sql += f" RETURNING {_quote(meta.pk.column)}"
+            statement += f" RETURNING {_quote(meta.pk.column)}"
         with _lock:
-            _statements[key] = sql
+            _statements[key] = statement
     params = [
         field.get_db_prep_save(field.pre_save(obj, True), db) for obj in objs for field in fields
     ]
-    cursor = _execute(db, sql, params)
+    cursor = _execute(db, statement, params)
     if returning_pk:
         # Rows come back in the order of VALUES, on SQLite and PostgreSQL alike (Django's
         # bulk_create relies on the same).
@@ -180,11 +233,11 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
 
 
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
-    """UPDATE the rows WHERE `where` with `changes` (field name → value, or Add(n)); returns
-    the number of rows changed."""
+    """UPDATE the rows WHERE `where` (`{field}` names, %s placeholders) with `changes` (field
+    name → value, or Add(n)); returns the number of rows changed."""
     db = _db()
-    sql, values = _update(db, model, where, params, changes, returning=None)
-    return int(_execute(db, sql, values).rowcount)
+    statement, values = _update(db, model, where, params, changes, returning=None)
+    return int(_execute(db, statement, values).rowcount)
 
 
 def update_returning(
@@ -193,8 +246,8 @@ def update_returning(
     """As `update`, and the changed rows as they are after it (one statement)."""
     db = _db()
     returning = _select(db, model, None, "", "")
-    sql, values = _update(db, model, where, params, changes, returning=returning)
-    rows = _convert(db, returning, _fetch(db, sql, values))
+    statement, values = _update(db, model, where, params, changes, returning=returning)
+    rows = _convert(db, returning, _fetch(db, statement, values))
     return [model.from_db(db.alias, returning.attnames, row) for row in rows]
 
 
@@ -206,39 +259,37 @@ def _update(
     changes: dict[str, Any],
     returning: _Select | None,
 ) -> tuple[str, list[Any]]:
-    meta = model._meta
     names = tuple(changes)
     shape = tuple(isinstance(changes[name], Add) for name in names)
     key = ("update", db.vendor, model, names, shape, where, returning is not None)
-    sql = _statements.get(key)
-    if sql is None:
+    found = _updates.get(key)
+    if found is None:
         parts = []
         for name, adds in zip(names, shape, strict=True):
-            field: Any = meta.get_field(name)
-            column = _quote(field.column)
+            column = col(model, name)
             parts.append(f"{column} = {column} + %s" if adds else f"{column} = %s")
-        sql = f"UPDATE {_quote(meta.db_table)} SET {', '.join(parts)} WHERE {where}"
+        statement = f"UPDATE {table(model)} SET {', '.join(parts)} WHERE {_render(model, where)}"
         if returning is not None:
-            sql += f" RETURNING {returning.columns}"
+            statement += f" RETURNING {returning.columns}"
+        # The field of each set value (None for an Add), to adapt the value as the ORM does.
+        fields: tuple[Any, ...] = tuple(
+            None if adds else model._meta.get_field(name)
+            for name, adds in zip(names, shape, strict=True)
+        )
+        found = (statement, fields)
         with _lock:
-            _statements[key] = sql
+            _updates[key] = found
+    statement, fields = found
     values = []
-    for name in names:
+    for name, field in zip(names, fields, strict=True):
         value = changes[name]
-        if isinstance(value, Add):
-            values.append(value.amount)
-        else:
-            target: Any = meta.get_field(name)
-            values.append(target.get_db_prep_save(value, db))
-    return sql, [*values, *params]
+        values.append(value.amount if field is None else field.get_db_prep_save(value, db))
+    return statement, [*values, *params]
 
 
-def scalar(sql: str, params: Sequence[Any]) -> Any:
-    """The first column of the first row (None without a row) of a plain statement (a SELECT,
-    or a write with RETURNING)."""
-    row = _execute(_db(), sql, params).fetchone()
+def scalar(model: type[Model], template: str, params: Sequence[Any]) -> Any:
+    """The first column of the first row (None without a row) of a plain statement about
+    `model` (a SELECT, or a write with RETURNING), its columns and table named as `{field}`
+    and `{table}`."""
+    row = _execute(_db(), sql(model, template), params).fetchone()
     return None if row is None else row[0]
-
-
-def table(model: type[Model]) -> str:
-    return _quote(model._meta.db_table)

@@ -1,0 +1,149 @@
+"""The statements of a chat turn, counted: a chat sent through processes.actions.steer, and
+the lane draining it. A statement more (or a different one) on the hot path fails here, not
+only as a slower benchmark. Runs on SQLite and (in CI) on PostgreSQL.
+
+The lane runs in the test thread (`drive_lane`), so its statements are captured on this
+thread's connection: the wake after the chat's commit is recorded instead of handed to a
+worker.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from processes.actions import steer
+from processes.capabilities import conversation_cache
+from processes.lane import boundary, wake
+from processes.lane.driver import drive_lane
+from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.queries import forget_chat_process
+from processes.states import Status
+from sessions_app.models import Session, SessionEvent
+from tests.conftest import open_session
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROCESS = ThinkProcess._meta.db_table
+PENDING = PendingMessage._meta.db_table
+CONVERSATION = ConversationMessage._meta.db_table
+TRANSITION = ProcessTransition._meta.db_table
+SESSION = Session._meta.db_table
+EVENT = SessionEvent._meta.db_table
+
+# send_chat: one transaction (BEGIN and COMMIT are round trips too, and counted).
+CHAT = [
+    "BEGIN",
+    f"UPDATE {PROCESS}",  # take the message's seq; locks and returns the process row
+    f"UPDATE {SESSION}",  # note the session's activity; locks and returns its row
+    f"INSERT {PENDING}",  # the message, returning its id
+    "COMMIT",
+]
+# The first chat of a session in this worker OS process reads the session's chat process
+# first (cached afterwards).
+FIRST_CHAT = [f"SELECT {SESSION}", *CHAT]
+
+# The lane draining the one message.
+LANE = [
+    f"UPDATE {PROCESS}",  # take the lease (compare-and-swap), returning the process row
+    f"SELECT {PENDING}",  # the next pending message
+    f"SELECT {SESSION}",  # the session of ctx.tools' Caller (process.session: an ORM query)
+    # the engine shows the user's message at once, and with it the run starts (RUNNING)
+    "BEGIN",
+    f"UPDATE {PROCESS}",  # IDLE -> RUNNING, fenced by the lease
+    f"INSERT {TRANSITION}",  # its record
+    f"UPDATE {SESSION}",  # the events' seqs
+    f"INSERT {EVENT}",  # process-status RUNNING, the user's chat-message
+    "COMMIT",
+    # the commit of the turn, which also ends the run and lets the lane go
+    "BEGIN",
+    f"INSERT {CONVERSATION}",  # the user's message and the answer
+    f"UPDATE {PROCESS}",  # usage, engine state, lengths, lease extended; fenced
+    f"UPDATE {PENDING}",  # consume the message
+    f"SELECT {PENDING}",  # any more work (unless an interrupt waits)?
+    f"UPDATE {PROCESS}",  # RUNNING -> IDLE, lease let go
+    f"INSERT {TRANSITION}",  # its record
+    f"UPDATE {SESSION}",  # the events' seqs
+    f"INSERT {EVENT}",  # the held deltas, the answer's chat-message, process-status IDLE
+    "COMMIT",
+]
+# The first turn of a process in this worker OS process reads its committed conversation
+# (kept per worker afterwards) when it builds the prompt, after showing the user's message.
+FIRST_LANE = [*LANE[:9], f"SELECT {CONVERSATION}", *LANE[9:]]
+
+# Statements per vendor: (the chat, the lane). The same today on both.
+COUNTS = {
+    "sqlite": {"first chat": (6, 20), "next chat": (5, 19)},
+    "postgresql": {"first chat": (6, 20), "next chat": (5, 19)},
+}
+
+
+def shape(sql: str) -> str:
+    """A statement as its verb and the table it names first (BEGIN IMMEDIATE is BEGIN)."""
+    verb = sql.split()[0].upper()
+    table = re.search(r'\b(?:UPDATE|INTO|FROM)\s+"?(\w+)', sql)
+    return verb if table is None else f"{verb} {table[1]}"
+
+
+def shapes(captured: CaptureQueriesContext) -> list[str]:
+    return [shape(query["sql"]) for query in captured.captured_queries]
+
+
+@pytest.fixture
+def chat(alice: Any, settings: Any, monkeypatch: pytest.MonkeyPatch):
+    """A chat session whose lane is driven here: wakes are recorded, not run elsewhere;
+    streamed text is joined for a minute and interrupts are looked for once a minute, so a
+    slow machine does not add statements."""
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 60
+    monkeypatch.setattr(boundary, "BOUNDARY_CHECK_SECONDS", 60)
+    session = open_session(alice)
+    woken: list[int] = []
+    monkeypatch.setattr(wake, "dispatch_drive", woken.append)
+    # As a worker OS process that has not seen this session or process yet.
+    forget_chat_process(session.pk)
+    conversation_cache.clear()
+
+    def turn(text: str) -> tuple[CaptureQueriesContext, CaptureQueriesContext]:
+        with CaptureQueriesContext(connection) as chatting:
+            steer.send_chat(session.pk, text)
+        assert woken.pop() == session.chat_process_id
+        with CaptureQueriesContext(connection) as driving:
+            assert drive_lane(session.chat_process_id) == 1
+        process = ThinkProcess.objects.get(pk=session.chat_process_id)
+        assert process.status == Status.IDLE
+        assert process.waiting == 0
+        return chatting, driving
+
+    return turn
+
+
+def test_the_first_chat_of_a_session_runs_the_counted_statements(chat):
+    # when
+    chatting, driving = chat("hello")
+    # then
+    expected_chat, expected_lane = COUNTS[connection.vendor]["first chat"]
+    assert (len(chatting), len(driving)) == (expected_chat, expected_lane), (
+        shapes(chatting),
+        shapes(driving),
+    )
+    assert shapes(chatting) == FIRST_CHAT
+    assert shapes(driving) == FIRST_LANE
+
+
+def test_a_chat_turn_runs_the_counted_statements(chat):
+    # given: the session has chatted before in this worker
+    chat("hello")
+    # when
+    chatting, driving = chat("and again")
+    # then
+    expected_chat, expected_lane = COUNTS[connection.vendor]["next chat"]
+    assert (len(chatting), len(driving)) == (expected_chat, expected_lane), (
+        shapes(chatting),
+        shapes(driving),
+    )
+    assert shapes(chatting) == CHAT
+    assert shapes(driving) == LANE

@@ -1,0 +1,212 @@
+"""Every private name of a library that vancetope/infra/ relies on, as UPSTREAM.md lists them,
+is still there and still takes the arguments we pass. An upgrade that removes or renames one
+fails here, by name, instead of somewhere in a turn (or, worse, by silently doing nothing: an
+override of a method the library no longer calls)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import autobahn.twisted.websocket
+import autobahn.websocket.protocol
+import pytest
+from channels.layers import InMemoryChannelLayer
+from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.backends.postgresql import base as postgresql
+from django.db.backends.sqlite3 import base as sqlite
+from django.db.models.base import ModelState
+from django.db.models.expressions import Col
+from django.db.models.fields import Field
+from django.db.models.options import Options
+
+from processes.models import ThinkProcess
+from vancetope.infra import autobahn_logging
+
+
+def database_wrapper(module: Any) -> Any:
+    """A wrapper of that backend, not connected (its attributes are set in __init__)."""
+    return module.DatabaseWrapper({**connection.settings_dict}, alias="upstream-check")
+
+
+def names(label: str, owner: Callable[[], object], *attributes: str) -> list[Any]:
+    """One check per attribute `owner()` must have; `label` names the owner as UPSTREAM.md
+    does."""
+    return [pytest.param(owner, name, id=f"{label}.{name}") for name in attributes]
+
+
+NAMES = [
+    # vancetope/infra/fastsql.py (Django)
+    *names(
+        "BaseDatabaseWrapper",
+        lambda: BaseDatabaseWrapper,
+        "queries_logged",
+        "close_if_health_check_failed",
+        "ensure_connection",
+    ),
+    *names("BaseDatabaseWrapper()", lambda: database_wrapper(sqlite), "connection", "__dict__"),
+    *names("BaseDatabaseOperations", lambda: BaseDatabaseOperations, "quote_name"),
+    *names("BaseDatabaseOperations", lambda: BaseDatabaseOperations, "get_db_converters"),
+    *names("Field", lambda: Field, "get_col"),
+    *names(
+        "Field()", lambda: ThinkProcess._meta.get_field("status"), "concrete", "column", "attname"
+    ),
+    *names("Col", lambda: Col, "get_db_converters"),
+    *names("Options", lambda: Options, "concrete_fields"),
+    *names("Options()", lambda: ThinkProcess._meta, "auto_field"),
+    *names("Model()", lambda: ThinkProcess(), "_state"),
+    *names("ModelState", lambda: ModelState, "adding", "db"),
+    # vancetope/infra/sqlite_backend/base.py
+    *names(
+        "sqlite3.DatabaseWrapper",
+        lambda: sqlite.DatabaseWrapper,
+        "_start_transaction_under_autocommit",
+        "_commit",
+        "_rollback",
+        "_close",
+        "create_cursor",
+    ),
+    *names(
+        "sqlite3.SQLiteCursorWrapper",
+        lambda: sqlite.SQLiteCursorWrapper,
+        "convert_query",
+        "execute",
+        "executemany",
+    ),
+    # vancetope/infra/postgresql_backend/base.py
+    *names(
+        "postgresql.DatabaseWrapper",
+        lambda: postgresql.DatabaseWrapper,
+        "create_cursor",
+        "close_if_unusable_or_obsolete",
+    ),
+    *names(
+        "postgresql.DatabaseWrapper()",
+        lambda: database_wrapper(postgresql),
+        "health_check_done",
+        "errors_occurred",
+    ),
+    # vancetope/infra/channel_layer.py (channels)
+    *names(
+        "InMemoryChannelLayer",
+        lambda: InMemoryChannelLayer,
+        "_clean_expired",
+        "get_capacity",
+        "require_valid_channel_name",
+        "require_valid_group_name",
+    ),
+    *names("InMemoryChannelLayer()", InMemoryChannelLayer, "channels", "groups", "expiry"),
+    # vancetope/infra/autobahn_logging.py
+    *names("autobahn.websocket.protocol", lambda: autobahn.websocket.protocol, "hltype", "hlval"),
+    *names("autobahn.twisted.websocket", lambda: autobahn.twisted.websocket, "hltype", "hlval"),
+]
+
+
+@pytest.mark.parametrize(("owner", "name"), NAMES)
+def test_a_private_name_we_rely_on_is_still_there(owner: Callable[[], object], name: str):
+    assert hasattr(owner(), name)
+
+
+def call(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A check that `function` (taken from a class: self comes first) still takes the
+    arguments we pass it."""
+    where = f"{function.__module__}.{function.__qualname__}"
+    label = f"{where}({', '.join([*map(repr, args), *kwargs])})"
+    return pytest.param(function, args, kwargs, id=label)
+
+
+CALLS = [
+    # fastsql
+    call(BaseDatabaseWrapper.close_if_health_check_failed),
+    call(BaseDatabaseOperations.quote_name, "id"),
+    call(BaseDatabaseOperations.get_db_converters, None),
+    call(Field.get_col, "table"),
+    call(Col.get_db_converters, None),
+    # sqlite_backend
+    call(sqlite.DatabaseWrapper._start_transaction_under_autocommit),  # type: ignore[attr-defined]
+    call(sqlite.DatabaseWrapper._commit),  # type: ignore[attr-defined]
+    call(sqlite.DatabaseWrapper._rollback),  # type: ignore[attr-defined]
+    call(sqlite.DatabaseWrapper._close),  # type: ignore[attr-defined]
+    call(sqlite.DatabaseWrapper.create_cursor, name=None),
+    call(sqlite.SQLiteCursorWrapper.convert_query, "q"),
+    call(sqlite.SQLiteCursorWrapper.convert_query, "q", param_names=["a"]),
+    call(sqlite.SQLiteCursorWrapper.execute, "q", None),
+    call(sqlite.SQLiteCursorWrapper.executemany, "q", []),
+    # postgresql_backend
+    call(postgresql.DatabaseWrapper.create_cursor, name=None),
+    call(postgresql.DatabaseWrapper.close_if_unusable_or_obsolete),
+    # channel_layer
+    call(InMemoryChannelLayer._clean_expired),
+    call(InMemoryChannelLayer.get_capacity, "c"),
+    call(InMemoryChannelLayer.require_valid_channel_name, "c"),
+    call(InMemoryChannelLayer.require_valid_group_name, "g"),
+]
+
+
+@pytest.mark.parametrize(("function", "args", "kwargs"), CALLS)
+def test_a_private_callable_we_rely_on_still_takes_our_arguments(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+):
+    inspect.signature(function).bind(object(), *args, **kwargs)
+
+
+def test_model_from_db_still_takes_alias_field_names_and_values():
+    inspect.signature(ThinkProcess.from_db).bind("default", ("id",), [1])
+
+
+@pytest.mark.django_db
+def test_every_converter_of_a_column_takes_value_expression_and_connection():
+    # fastsql calls a field's converters itself, as the ORM's compiler does
+    for field in ThinkProcess._meta.concrete_fields:
+        expression = field.get_col(ThinkProcess._meta.db_table)
+        converters = connection.ops.get_db_converters(expression)
+        for converter in [*converters, *expression.get_db_converters(connection)]:
+            inspect.signature(converter).bind(None, expression, connection)
+
+
+async def test_the_in_memory_layer_queues_messages_as_expiry_and_message_pairs():
+    # ThreadSafeInMemoryChannelLayer puts (expires at, message) into channels' queues, where
+    # channels' receive and _clean_expired read them
+    layer = InMemoryChannelLayer(expiry=60)
+    await layer.send("c", {"type": "x"})
+    [(expires_at, message)] = list(layer.channels["c"]._queue)
+    assert isinstance(expires_at, float)
+    assert message == {"type": "x"}
+    await layer.group_add("g", "c")
+    assert isinstance(layer.groups["g"]["c"], float)
+
+
+def test_the_in_memory_layer_changes_groups_without_a_suspension_point():
+    # ThreadSafeInMemoryChannelLayer holds a thread lock across channels' group_add and
+    # group_discard: safe only while they do not await
+    for method in (InMemoryChannelLayer.group_add, InMemoryChannelLayer.group_discard):
+        assert "await" not in inspect.getsource(method), method.__qualname__
+
+
+def test_autobahns_log_argument_helpers_take_any_arguments_and_hand_the_value_back():
+    value = object()
+    assert autobahn_logging.as_is(value, color="x", bold=True) is value
+    assert autobahn_logging.as_is(value, "yellow") is value
+    assert autobahn_logging.as_is() is None
+
+
+def test_the_autobahn_patch_reports_the_names_it_replaced(monkeypatch):
+    # given: the helpers as they are (restored afterwards)
+    for module_name, names in autobahn_logging.PATCHED.items():
+        module = __import__(module_name, fromlist=["_"])
+        for name in names:
+            monkeypatch.setattr(module, name, getattr(module, name))
+    # when
+    replaced = autobahn_logging.plain_autobahn_log_arguments()
+    # then: every helper of every module was there and is now the pass-through
+    assert replaced == [
+        "autobahn.websocket.protocol.hltype",
+        "autobahn.websocket.protocol.hlval",
+        "autobahn.twisted.websocket.hltype",
+        "autobahn.twisted.websocket.hlval",
+    ]
+    assert autobahn.websocket.protocol.hltype is autobahn_logging.as_is
+    assert autobahn.twisted.websocket.hlval is autobahn_logging.as_is
