@@ -51,7 +51,7 @@ def toolbox_for(
     from processes.actions.diagnosis import spawn_agrajag
 
     return ToolBox(
-        caller_of(process),
+        lambda: caller_of(process),
         engine_default,
         boundary,
         client=client_of(process.session_id),

@@ -51,7 +51,6 @@ FIRST_CHAT = [f"SELECT {SESSION}", *CHAT]
 LANE = [
     f"UPDATE {PROCESS}",  # take the lease (compare-and-swap), returning the process row
     f"SELECT {PENDING}",  # the next pending message
-    f"SELECT {SESSION}",  # the session of ctx.tools' Caller (process.session: an ORM query)
     # the engine shows the user's message at once, and with it the run starts (RUNNING)
     "BEGIN",
     f"UPDATE {PROCESS}",  # IDLE -> RUNNING, fenced by the lease
@@ -73,12 +72,12 @@ LANE = [
 ]
 # The first turn of a process in this worker OS process reads its committed conversation
 # (kept per worker afterwards) when it builds the prompt, after showing the user's message.
-FIRST_LANE = [*LANE[:9], f"SELECT {CONVERSATION}", *LANE[9:]]
+FIRST_LANE = [*LANE[:8], f"SELECT {CONVERSATION}", *LANE[8:]]
 
 # Statements per vendor: (the chat, the lane). The same today on both.
 COUNTS = {
-    "sqlite": {"first chat": (6, 20), "next chat": (5, 19)},
-    "postgresql": {"first chat": (6, 20), "next chat": (5, 19)},
+    "sqlite": {"first chat": (6, 19), "next chat": (5, 18)},
+    "postgresql": {"first chat": (6, 19), "next chat": (5, 18)},
 }
 
 

@@ -7,7 +7,8 @@ synchronous checker, which queues ambiguous failures for agrajag. It never raise
 problem: the engine gets a ToolResult with `ok=False` and a clear error to show its LLM.
 
 This is a kernel: it knows the process it works for only as a `Caller`, and the session's
-client only through the `client` callable, both given by the lane (processes/lane/context.py).
+client as a `ClientSide`, each read through a callable the lane gives (processes/lane/context.py)
+when a tool first needs it.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class ToolBox:
 
     def __init__(
         self,
-        caller: Caller,
+        caller: Callable[[], Caller],
         engine_default: Iterable[str],
         boundary: Callable[[], None],
         *,
@@ -105,7 +106,9 @@ class ToolBox:
         events: EventOut | None = None,
         on_new_diagnosis: Callable[[int], None] | None = None,
     ) -> None:
-        self.caller = caller
+        # Read when a tool is first used (a turn without tools never needs it).
+        self._caller_of = caller
+        self._caller: Caller | None = None
         self._events = events
         self._engine_default = list(engine_default)
         self._boundary = boundary
@@ -117,6 +120,12 @@ class ToolBox:
         self._client: ClientSide | None = None
 
     # --- what the process may use ----------------------------------------------------------------
+
+    @property
+    def caller(self) -> Caller:
+        if self._caller is None:
+            self._caller = self._caller_of()
+        return self._caller
 
     def _client_side(self) -> ClientSide:
         """The client as it is now (read once per context): it may have registered tools or
