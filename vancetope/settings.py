@@ -196,7 +196,8 @@ VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS",
 VANCETOPE_TREE_MAX_CHILDREN = env_int("VANCETOPE_TREE_MAX_CHILDREN", 100)
 VANCETOPE_TREE_MAX_DEPTH = env_int("VANCETOPE_TREE_MAX_DEPTH", 6)
 VANCETOPE_TREE_MAX_TOKENS = env_int("VANCETOPE_TREE_MAX_TOKENS", 2_000_000)
-VANCETOPE_TREE_MAX_WALL_SECONDS = env_float("VANCETOPE_TREE_MAX_WALL_SECONDS", 24 * 3600.0)
+# 0: no limit (a worker left idle for days may be steered again); a recipe may set one.
+VANCETOPE_TREE_MAX_WALL_SECONDS = env_float("VANCETOPE_TREE_MAX_WALL_SECONDS", 0.0)
 
 # --- LLM -----------------------------------------------------------------------------------------
 VANCETOPE_LLM = env_str("VANCETOPE_LLM", "scripted")

@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any, ClassVar
 
 import pytest
+from django.utils import timezone
 from typing_extensions import override
 
 from engines import registry
@@ -24,7 +25,7 @@ from processes.actions import create, lifecycle, steer
 from processes.budgets import BudgetExceeded
 from processes.capabilities.children import ChildProcesses
 from processes.lane import wake
-from processes.models import ProcessTransition, ThinkProcess
+from processes.models import ConversationMessage, ProcessTransition, ThinkProcess
 from processes.states import Call, CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
 from tests.conftest import Tenancy, open_session, wait_until
@@ -233,3 +234,35 @@ def test_a_parent_acts_only_on_its_own_children(alice, bob, spawner):
     with pytest.raises(NotFound):
         children.steer(stranger.public_id, "do my bidding")
     assert ThinkProcess.objects.get(pk=stranger.pk).status == Status.IDLE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tree_older_than_max_wall_seconds_fails_its_next_llm_call(alice, spawner):
+    # given a tree allowed to run 60 s whose root was created two minutes ago
+    parent = parent_of(alice, maxWallSeconds=60)
+    ThinkProcess.objects.filter(pk=parent.pk).update(
+        created_at=timezone.now() - timedelta(minutes=2)
+    )
+    # when it spawns a worker
+    steer.steer_process(parent.pk, "spawn 1 too late")
+    # then the worker fails naming the budget
+    report = wait_until(lambda: next(iter(state(parent.pk)["reports"].values()), None))
+    assert report["event"] == "FAILED"
+    assert "budget maxWallSeconds exceeded" in report["error"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sessions_chat_process_spends_no_trees_budget(alice, settings):
+    # given a Brain whose trees may spend one token only
+    settings.VANCETOPE_TREE_MAX_TOKENS = 1
+    session = open_session(alice)
+    # when the person chats (twice: the second call sees the first's tokens)
+    for text in ("hello there", "and again"):
+        steer.send_chat(session.pk, text)
+        wait_until(
+            lambda text=text: ConversationMessage.objects.filter(
+                process_id=session.chat_process_id, content=f"echo: {text}"
+            ).exists()
+        )
+    # then the chat process answered both and is still open
+    assert ThinkProcess.objects.get(pk=session.chat_process_id).status == Status.IDLE
