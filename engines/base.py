@@ -53,6 +53,9 @@ class Contract:
     # A one-shot engine (one job per process): its first turn ends the process DONE instead of
     # leaving it open, so the contract test runs that turn last.
     turn_finishes: bool = False
+    # Its start queues a turn of its own (ctx.defer_turn), which the lane runs right after:
+    # the contract test waits for that turn before the next call.
+    start_defers_turn: bool = False
 
     def __post_init__(self) -> None:
         if self.chat_process and (self.goal or self.params):

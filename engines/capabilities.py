@@ -38,6 +38,7 @@ __all__ = [
     "Memory",
     "ProcessView",
     "Processes",
+    "StructuredOutputError",
     "TextDelta",
     "ToolCall",
     "ToolHealth",
@@ -55,6 +56,16 @@ class ProcessView(Protocol):
 
     goal: str
     engine_state: dict[str, Any]
+
+
+class StructuredOutputError(Exception):
+    """The LLM did not give the structured output a step asked for, after one retry with the
+    validation error. Its message names the step and the last error."""
+
+    def __init__(self, step: str, error: str) -> None:
+        super().__init__(f"step {step}: {error}")
+        self.step = step
+        self.error = error
 
 
 class Llm(Protocol):
@@ -75,6 +86,15 @@ class Llm(Protocol):
         step: str = "",
     ) -> Completion:
         """The whole answer; its text streams to the session's client unless told not to."""
+        ...
+
+    def structured(
+        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str
+    ) -> dict[str, Any]:
+        """Structured output through a tool call (ARCHITECTURE §5a): the LLM is offered the one
+        tool `schema` declares and must call it; the call's arguments are checked against its
+        JSON Schema. No call or invalid arguments are sent back once with the validation error;
+        a second failure raises StructuredOutputError. Works alike with every provider."""
         ...
 
 

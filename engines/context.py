@@ -94,6 +94,8 @@ class ThinkEngineContext:
     # What the engine decided about the process's status after this call (None: keep going).
     outcome: Outcome | None = None
     finish_reason: Finish | None = None
+    # Why a FAILED finish failed: the process's lastError, and its parent's report says it.
+    error: str = ""
 
     def system_prompt(self) -> str:
         """The prompt prefix: the recipe's, or else the engine's default system prompt."""
@@ -105,10 +107,11 @@ class ThinkEngineContext:
         head = [LlmMessage(role="system", content=system)] if system else []
         return [*head, *self.conversation.history(), *extra]
 
-    def finish(self, reason: Finish = Finish.DONE) -> None:
-        """The goal is reached (or failed): the process closes after this call."""
+    def finish(self, reason: Finish = Finish.DONE, *, error: str = "") -> None:
+        """The goal is reached (or failed, saying why): the process closes after this call."""
         self.outcome = Outcome.CLOSED
         self.finish_reason = reason
+        self.error = error
 
     def block(self) -> None:
         """Wait for an answer: the process goes BLOCKED after this call."""

@@ -3,8 +3,13 @@ and checks the lane boundary between deltas (a pause or stop ends the call early
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
+from typing import Any
 
+import jsonschema
+
+from engines.capabilities import StructuredOutputError
 from engines.context import TurnUsage
 from sessions_app.event_sink import EventSink
 from vancetope.llm.base import (
@@ -72,3 +77,37 @@ class LlmAccess:
                 completion.tool_calls.append(item)
         completion.text = "".join(parts)
         return completion
+
+    def structured(
+        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str
+    ) -> dict[str, Any]:
+        prompt = list(messages)
+        error = ""
+        for _attempt in range(2):
+            completion = self.complete(prompt, [schema], stream_to_client=False, step=step)
+            calls = [call for call in completion.tool_calls if call.name == schema.name]
+            if not calls:
+                error = f"no {schema.name} call in the answer"
+            else:
+                try:
+                    jsonschema.validate(calls[0].arguments, schema.parameters)
+                    return dict(calls[0].arguments)
+                except jsonschema.ValidationError as invalid:
+                    where = "/".join(str(part) for part in invalid.absolute_path) or "arguments"
+                    error = f"invalid {schema.name} arguments: {where}: {invalid.message}"
+            # Once more, with what was wrong: the assistant's answer, then the error.
+            prompt = [
+                *prompt,
+                LlmMessage(role="assistant", content=completion.text, tool_calls=tuple(calls[:1])),
+                *(
+                    [LlmMessage(role="tool", content=f"error: {error}", tool_call_id=calls[0].id)]
+                    if calls
+                    else []
+                ),
+                LlmMessage(
+                    role="user",
+                    content=f"[control: retry] {error}. Call {schema.name} with arguments "
+                    f"matching its schema: {json.dumps(schema.parameters)}",
+                ),
+            ]
+        raise StructuredOutputError(step, error)

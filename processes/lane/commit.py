@@ -57,6 +57,8 @@ def commit_turn(
     and the lane is let go."""
     ctx, events = prepared.ctx, prepared.events
     now = timezone.now()
+    # A turn that commits clears the error of earlier failed attempts, or names its own.
+    error = ctx.error if ctx.outcome is not None else ""
     with transaction.atomic():
         events.open()
         added = append_conversation(process, prepared)
@@ -67,7 +69,7 @@ def commit_turn(
                 "consumed_count": fastsql.Add(1),
                 "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
                 "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
-                "last_error": "",
+                "last_error": error,
                 "updated_at": now,
                 "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
             }
@@ -89,7 +91,7 @@ def commit_turn(
             None if ctx.outcome is not None else next_pending(process.pk, unless_interrupted=True)
         )
         if upcoming is None:
-            process.last_error = ""
+            process.last_error = error
             outcome, reason = ended_status(prepared, Status.IDLE)
             assert outcome in TURN_OUTCOMES
             end_run(process, lease, outcome, reason, prepared)
@@ -99,7 +101,7 @@ def commit_turn(
     prepared.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens
-    process.last_error = ""
+    process.last_error = error
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
 
@@ -156,6 +158,8 @@ def commit_call(
     """Store a lifecycle call's outcome: the engine's work (if any) and the new status."""
     ctx = prepared.ctx
     reset = call is Call.RESET
+    if ctx.error:
+        process.last_error = ctx.error
     with transaction.atomic():
         if reset:
             ConversationMessage.objects.filter(process_id=process.pk).delete()
