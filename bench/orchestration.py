@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,11 +43,15 @@ class StatementCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.shapes: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        verb = sql.split(None, 1)[0].upper()
+        table = re.search(r'\b(?:UPDATE|INTO|FROM)\s+"?(\w+)', sql)
         with self._lock:
             self.count += 1
+            self.shapes[verb if table is None else f"{verb} {table[1]}"] += 1
         return execute(sql, params, many, context)
 
     def install(self) -> None:
@@ -91,6 +97,7 @@ def run(workers: int, counter: StatementCounter) -> dict[str, Any]:
         fingerprint=FingerprintData(machine_id="bench"),
     )
     statements_before = counter.count
+    counter.shapes.clear()
     started = time.perf_counter()
     process = create_process(
         session, goal="a wide tree", engine="marvin", params={"maxNodes": workers + 10}
@@ -146,6 +153,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=50, help="WORKER nodes in the tree")
     parser.add_argument("--runs", type=int, default=1, help="trees, one after another")
+    parser.add_argument(
+        "--statements", action="store_true", help="print the statements per node by shape"
+    )
     args = parser.parse_args()
 
     var_dir = tempfile.mkdtemp(prefix="vt_bench_orchestration_")
@@ -189,6 +199,10 @@ def main() -> int:
         )
     p50 = statistics.median(r["p50"] for r in results)
     growth = statistics.median(r["last"] / r["first"] for r in results)
+    if args.statements:
+        total = args.workers * args.runs
+        for shape, count in counter.shapes.most_common(25):
+            print(f"  {count / total:6.2f}/node  {shape}")
     fast, flat = p50 <= BUDGET_P50_MS, growth <= BUDGET_GROWTH
     print(f"budget per node p50 <= {BUDGET_P50_MS:g} ms: {verdict(fast)} ({p50:.2f})")
     print(f"budget nodes 41-50 / 1-10 <= {BUDGET_GROWTH:g}x: {verdict(flat)} ({growth:.2f}x)")
