@@ -200,7 +200,7 @@ def main() -> int:
     p50 = statistics.median(r["p50"] for r in results)
     growth = statistics.median(r["last"] / r["first"] for r in results)
     if args.statements:
-        total = args.workers * args.runs
+        total = args.workers  # the last run's statements
         for shape, count in counter.shapes.most_common(25):
             print(f"  {count / total:6.2f}/node  {shape}")
     fast, flat = p50 <= BUDGET_P50_MS, growth <= BUDGET_GROWTH
