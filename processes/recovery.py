@@ -94,6 +94,9 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
             process__status__in=WAKE_ON_MESSAGE,
         )
         .filter(Q(process__lease_owner="") | Q(process__lease_expires_at__lt=now))
+        # One that waits for its LLM provider (BLOCKED with the error) tries again when a new
+        # message or a resume comes, not on every sweep.
+        .exclude(process__status=Status.BLOCKED, process__last_error__gt="")
         # Without order_by() the model's ordering (process, seq) joins the DISTINCT and every
         # message, not every process, would be woken.
         .order_by()

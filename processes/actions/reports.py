@@ -34,8 +34,9 @@ def report_to_parent(process: ThinkProcess, status: str, reason: str) -> Pending
         "event": event,
         "payload": summary.payload,
     }
-    if event == CloseReason.FAILED and process.last_error:
-        # Why it failed reaches the parent whatever the engine's summary says.
+    if event in {CloseReason.FAILED, Status.BLOCKED} and process.last_error:
+        # Why it failed (or waits for its provider) reaches the parent whatever the engine's
+        # summary says.
         payload["error"] = process.last_error
         if process.last_error not in text:
             text = f"{text}\n\nError: {process.last_error}"

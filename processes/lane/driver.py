@@ -27,6 +27,7 @@ from processes.recovery import expire_if_stale
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
+from vancetope.llm.base import LlmError
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +110,10 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
             process.last_error = f"{type(exc).__name__}: {exc}"
             if failures >= MAX_TURN_ATTEMPTS:
-                _fail(process, lease, run)
+                if isinstance(exc, LlmError):
+                    _wait_for_provider(process, lease, run)
+                else:
+                    _fail(process, lease, run)
                 return turns
             continue
         failures = 0
@@ -137,6 +141,23 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
         emit_events(process.session_id, events)
     report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
     lifecycle.stop_children(process.pk)
+
+
+def _wait_for_provider(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
+    """The LLM provider failed every attempt: never terminal for the process. It goes BLOCKED
+    with the provider's error, its message still pending; the next message (or a pause and
+    resume) tries again, and its parent hears that it waits, and why."""
+    process.last_error = f"the LLM provider failed: {process.last_error}"
+    notice = (
+        f"{process.public_id} is waiting: {process.last_error}. Its message is kept; send "
+        "another (or pause and resume it) to try again."
+    )
+    with transaction.atomic():
+        events = run.start()
+        events.append(event(NotificationEvent(text=notice, level="warning")))
+        events.append(lease_transition(process, lease, Call.TURN_END, Status.BLOCKED))
+        emit_events(process.session_id, events)
+    report_to_parent(process, Status.BLOCKED, "")
 
 
 def _failure_notice(process: ThinkProcess) -> Event:
