@@ -1,0 +1,206 @@
+"""arthur — the session chat: a reactive tool loop that starts and steers workers (seed 000 §7).
+
+Every message runs one tool loop (LLM step `chat`, at most `maxSteps` calls): the LLM answers in
+chat, or calls the orchestration tools (`process_create`, `process_steer`, `process_stop`,
+`process_list`, `process_status`, on arthur's own children only), or any tool of its pool.
+A child's report comes back as a message too: arthur's LLM reads it (`[report from tp_N
+(engine): STATUS]`) and tells the person. A child that is BLOCKED with a question asks the
+person: as an inbox QUESTION item when the inbox is there (the answer is steered back to the
+child), else in the chat (the person's next message is steered back to it). arthur never
+reaches DONE.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from typing_extensions import override
+
+from engines.base import Contract, ThinkEngine
+from engines.capabilities import LlmMessage, ToolCall, ToolSchema
+from engines.context import CapabilityNotAvailable
+from engines.messages import InboxAnswer, ParentReport
+from engines.registry import register_engine
+
+if TYPE_CHECKING:
+    from engines.capabilities import ProcessView
+    from engines.context import ThinkEngineContext
+    from engines.messages import PendingMessage
+
+_ID = {"type": "string", "pattern": "^tp_[0-9]+$"}
+STATUSES = ["INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED"]
+
+
+def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> Any:
+    return ToolSchema(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        },
+    )
+
+
+ORCHESTRATION = [
+    _tool(
+        "process_create",
+        "Start a worker process on a goal, from a recipe (e.g. deep-think) or an engine. It "
+        "runs on its own and reports back when it is done or needs something.",
+        {
+            "recipe": {"type": "string"},
+            "engine": {"type": "string"},
+            "goal": {"type": "string", "minLength": 1},
+            "params": {"type": "object"},
+        },
+        ["goal"],
+    ),
+    _tool(
+        "process_steer",
+        "Send a message to one of your workers.",
+        {"processId": _ID, "message": {"type": "string", "minLength": 1}},
+        ["processId", "message"],
+    ),
+    _tool("process_stop", "Stop one of your workers.", {"processId": _ID}, ["processId"]),
+    _tool(
+        "process_list",
+        "List your workers.",
+        {
+            "status": {
+                "enum": ["INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED"]
+            }
+        },
+        [],
+    ),
+    _tool("process_status", "One worker's status.", {"processId": _ID}, ["processId"]),
+]
+ORCHESTRATION_NAMES = {schema.name for schema in ORCHESTRATION}
+
+
+@register_engine
+class Arthur(ThinkEngine):
+    name = "arthur"
+    title = "Arthur"
+    description = (
+        "Session chat: answers, and starts, steers and stops worker processes for the person; "
+        "turns their reports into chat and asks the person what they need to know."
+    )
+    version = "1.0.0"
+    allowed_tools = frozenset({"inbox_post"})
+    contract: ClassVar[Contract] = Contract(chat_process=True)
+    default_settings = {
+        "systemPrompt": (
+            "You are Arthur, the person's assistant. Answer directly when you can. For work "
+            "that takes planning or many steps, start a worker with process_create (recipe "
+            "deep-think for deep work) and tell the person you did; when a worker reports, "
+            "tell the person what it found."
+        ),
+        "maxSteps": 6,
+    }
+
+    @override
+    def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
+        process.engine_state = {"questions": {}, "asking": None}
+
+    @override
+    def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
+        state = {"questions": {}, "asking": None, **process.engine_state}
+        if isinstance(message, ParentReport) and message.event == "BLOCKED":
+            question = str(message.payload.get("question") or "")
+            if question and not message.error:
+                self._ask(ctx, state, message.child_id, question)
+                process.engine_state = state
+                return
+        if isinstance(message, InboxAnswer) and message.item_id in state["questions"]:
+            child = state["questions"].pop(message.item_id)
+            self._pass_answer(ctx, child, message.text)
+            process.engine_state = state
+            return
+        if state.get("asking") and not isinstance(message, ParentReport | InboxAnswer):
+            # The person's answer to the question asked in the chat.
+            child, state["asking"] = state["asking"], None
+            ctx.events.chat_message("user", message.text, at_once=True)
+            ctx.conversation.append(LlmMessage(role="user", content=message.text))
+            self._pass_answer(ctx, child, message.text)
+            process.engine_state = state
+            return
+        process.engine_state = state
+        text = message.prompt_text()
+        if not isinstance(message, ParentReport):
+            ctx.events.chat_message("user", text, at_once=True)
+        ctx.conversation.append(LlmMessage(role="user", content=text))
+        self._loop(ctx)
+
+    def _loop(self, ctx: ThinkEngineContext) -> None:
+        tools = [*ORCHESTRATION, *ctx.tools.schemas()]
+        answer = ""
+        for _ in range(int(ctx.settings.get("maxSteps", 6))):
+            completion = ctx.llm.complete(ctx.prompt(), tools, step="chat")
+            ctx.conversation.append_completion(completion)
+            answer = completion.text
+            if not completion.tool_calls:
+                break
+            for call in completion.tool_calls:
+                if call.name in ORCHESTRATION_NAMES:
+                    result = self._orchestrate(ctx, call)
+                    ctx.conversation.append(
+                        LlmMessage(role="tool", content=result, tool_call_id=call.id)
+                    )
+                else:
+                    ctx.tools.answer(call)
+        if answer:
+            ctx.events.chat_message("assistant", answer)
+
+    def _orchestrate(self, ctx: ThinkEngineContext, call: ToolCall) -> str:
+        """One orchestration tool call; what the LLM reads back (never raises for a refusal)."""
+        args = call.arguments
+        try:
+            if call.name == "process_create":
+                child = ctx.processes.spawn(
+                    goal=str(args["goal"]),
+                    recipe=args.get("recipe"),
+                    engine=args.get("engine"),
+                    params=dict(args.get("params") or {}),
+                )
+                return json.dumps({"processId": child, "status": "starting"})
+            if call.name == "process_steer":
+                ctx.processes.steer(str(args["processId"]), str(args["message"]))
+                return json.dumps({"processId": args["processId"], "steered": True})
+            if call.name == "process_stop":
+                ctx.processes.stop(str(args["processId"]))
+                return json.dumps({"processId": args["processId"], "stopped": True})
+            if call.name == "process_list":
+                return json.dumps(ctx.processes.list(args.get("status")))
+            return json.dumps(ctx.processes.status(str(args["processId"])))
+        except KeyError as missing:
+            return f"error: {call.name} needs {missing}"
+        except CapabilityNotAvailable:
+            raise
+        except Exception as refused:  # a 404 or 409 of the Brain, said to the LLM
+            return f"error: {refused}"
+
+    def _ask(
+        self, ctx: ThinkEngineContext, state: dict[str, Any], child: str, question: str
+    ) -> None:
+        try:
+            item = ctx.inbox.post(kind="QUESTION", title=f"{child} asks", body=question)
+        except CapabilityNotAvailable:
+            state["asking"] = child
+            text = f"{child} asks: {question}"
+            ctx.conversation.append(LlmMessage(role="assistant", content=text))
+            ctx.events.chat_message("assistant", text)
+            return
+        state["questions"][item] = child
+        ctx.events.chat_message("assistant", f"{child} asks: {question} (inbox {item})")
+
+    def _pass_answer(self, ctx: ThinkEngineContext, child: str, answer: str) -> None:
+        try:
+            ctx.processes.steer(child, answer)
+        except Exception as refused:
+            ctx.events.chat_message("assistant", f"I could not pass your answer on: {refused}")
+            return
+        ctx.conversation.append(LlmMessage(role="assistant", content=f"Passed on to {child}."))
+        ctx.events.chat_message("assistant", f"Passed on to {child}.")

@@ -1,0 +1,157 @@
+"""arthur: the session chat that starts workers, tells the person what they report, and passes
+a worker's question to the person and the answer back (scripts from docs/engines.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from processes.actions import steer
+from processes.models import ThinkProcess
+from processes.states import CloseReason, Status
+from sessions_app.models import Session, SessionEvent
+from sessions_app.services import FingerprintData, create_session
+from tests.conftest import Tenancy, wait_until
+from vancetope.llm.factory import reset_provider_cache
+
+
+@pytest.fixture
+def script(settings: Any, tmp_path: Path):
+    def use(rules: list[dict[str, Any]]) -> None:
+        path = tmp_path / "script.yaml"
+        path.write_text(yaml.safe_dump(rules))
+        settings.VANCETOPE_LLM_SCRIPT = str(path)
+        reset_provider_cache()
+
+    return use
+
+
+def arthur_session(tenancy: Tenancy) -> Session:
+    return create_session(
+        tenancy.user,
+        client_type="cli",
+        project_id=tenancy.project_id,
+        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
+        recipe="arthur",
+    )
+
+
+def said(session: Session, role: str) -> list[str]:
+    events = SessionEvent.objects.filter(session_id=session.pk, event="chat-message")
+    return [e.data["text"] for e in events.order_by("seq") if e.data["role"] == role]
+
+
+def create_marvin(goal: str) -> dict[str, Any]:
+    arguments = {"recipe": "deep-think", "goal": goal}
+    return {"name": "process_create", "arguments": arguments}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_arthur_starts_marvin_whose_two_workers_report_and_tells_the_person(alice, script):
+    # given scripts for arthur's chat, marvin's plan and aggregate, and the workers
+    script(
+        [
+            {
+                "engine": "arthur",
+                "match": "^study Saturn$",
+                "times": 1,
+                "tool_calls": [create_marvin("study Saturn")],
+            },
+            {"engine": "arthur", "match": "^study Saturn$", "reply": "I started a deep think."},
+            {
+                "engine": "arthur",
+                "match": r"^\[report from tp_\d+ \(marvin\): DONE\]",
+                "reply": "Marvin's report: Saturn has 95 moons and 7 rings.",
+            },
+            {
+                "engine": "marvin",
+                "step": "plan",
+                "tool_calls": [
+                    {
+                        "name": "plan_tasks",
+                        "arguments": {
+                            "tasks": [
+                                {"kind": "WORKER", "title": "Moons", "goal": "count the moons"},
+                                {"kind": "WORKER", "title": "Rings", "goal": "count the rings"},
+                                {"kind": "AGGREGATE", "title": "Report"},
+                            ]
+                        },
+                    }
+                ],
+            },
+            {"engine": "frankie", "match": "count the moons", "reply": "95 moons."},
+            {"engine": "frankie", "match": "count the rings", "reply": "7 rings."},
+            {"engine": "marvin", "step": "aggregate", "reply": "Saturn: 95 moons, 7 rings."},
+        ]
+    )
+    session = arthur_session(alice)
+    # when the person asks
+    steer.send_chat(session.pk, "study Saturn")
+    # then arthur answers at once, and later tells the person what marvin found
+    wait_until(lambda: "I started a deep think." in said(session, "assistant"))
+    wait_until(
+        lambda: "Marvin's report: Saturn has 95 moons and 7 rings." in said(session, "assistant"),
+        timeout=20,
+    )
+    [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
+    assert (marvin.think_engine, marvin.recipe_name) == ("marvin", "deep-think")
+    assert (marvin.status, marvin.close_reason) == (Status.CLOSED, CloseReason.DONE)
+    assert ThinkProcess.objects.filter(parent=marvin, close_reason=CloseReason.DONE).count() == 2
+    # the client saw marvin's task tree grow
+    trees = SessionEvent.objects.filter(session_id=session.pk, event="task-tree")
+    assert max(len(e.data["tree"]["nodes"]) for e in trees) == 4
+    # and arthur stays open
+    assert ThinkProcess.objects.get(pk=session.chat_process_id).status == Status.IDLE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_workers_question_reaches_the_person_and_the_answer_goes_back_to_it(alice, script):
+    # given marvin started with a question in its tasks
+    script(
+        [
+            {
+                "engine": "arthur",
+                "match": "^chart the rings$",
+                "times": 1,
+                "tool_calls": [
+                    {
+                        "name": "process_create",
+                        "arguments": {
+                            "recipe": "deep-think",
+                            "goal": "chart the rings",
+                            "params": {
+                                "tasks": [
+                                    {
+                                        "kind": "USER_INPUT",
+                                        "title": "Colour",
+                                        "goal": "Which colour?",
+                                    },
+                                    {"kind": "AGGREGATE", "title": "Report"},
+                                ]
+                            },
+                        },
+                    }
+                ],
+            },
+            {"engine": "arthur", "match": "^chart the rings$", "reply": "On it."},
+            {"engine": "arthur", "match": r"^\[report from", "reply": "Done: a blue chart."},
+            {"engine": "marvin", "step": "aggregate", "reply": "A blue chart."},
+        ]
+    )
+    session = arthur_session(alice)
+    steer.send_chat(session.pk, "chart the rings")
+    # when marvin blocks on its question, arthur asks the person
+    question = wait_until(
+        lambda: next((t for t in said(session, "assistant") if "Which colour?" in t), None)
+    )
+    [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
+    assert question.startswith(f"{marvin.public_id} asks: Which colour?")
+    # and the person's answer goes back to marvin, which finishes, and arthur says so
+    steer.send_chat(session.pk, "blue")
+    wait_until(lambda: "Done: a blue chart." in said(session, "assistant"), timeout=20)
+    done = ThinkProcess.objects.get(pk=marvin.pk)
+    assert done.close_reason == CloseReason.DONE
+    assert done.engine_state["tree"]["nodes"][1]["result"] == "blue"
