@@ -13,6 +13,7 @@ from django.conf import settings
 
 from engines.base import ThinkEngine
 from engines.context import ThinkEngineContext, TurnUsage
+from inbox.capability import inbox_for
 from processes.capabilities.conversation import ConversationBuffer
 from processes.capabilities.llm import LlmAccess
 from processes.capabilities.tools import toolbox_for
@@ -76,4 +77,6 @@ def build_context(
     )
     if process.category == "service":
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
+    if inbox := inbox_for(process, engine.allowed_tools):
+        ctx.inbox = inbox
     return Prepared(ctx, conversation, events)

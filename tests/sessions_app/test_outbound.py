@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from inbox.models import InboxKind, InboxStatus
+from inbox.services import post_item
 from processes.lane.driver import _failure_notice
 from processes.models import ThinkProcess
 from processes.transitions import status_event
@@ -52,9 +54,9 @@ PROTOCOL_REPLIES = [
     "inbox",
     "inbox-answered",
 ]
-# Named by PROTOCOL.md, served by the inbox, which is not built yet (see inbound's
+# Named by PROTOCOL.md, served by the inbox's frames, which are not built yet (see inbound's
 # NOT_YET_AVAILABLE): no model until then.
-NOT_YET_BUILT = {"inbox-item", "inbox", "inbox-answered"}
+NOT_YET_BUILT = {"inbox", "inbox-answered"}
 
 SHELL_RUN = {
     "name": "run_shell",
@@ -200,6 +202,43 @@ def test_task_tree_and_notification_events_are_built_from_their_models(alice):
     assert frames[1]["data"]["tree"]["nodes"][0]["parentId"] is None
 
 
+def test_an_inbox_item_event_carries_the_whole_item_as_its_model_gives_it(alice):
+    # given a session and its chat process, which posts an item
+    session = open_session(alice)
+    origin = ThinkProcess.objects.select_related("session").get(pk=session.chat_process_id)
+    before = Session.objects.get(pk=session.pk).last_seq
+    # when
+    item = post_item(origin, "QUESTION", "Which year?", "For the *report*.", ["2023", "2024"])
+    # then the stored frame is the model's, every field of the item there, nulls included
+    [frame] = stored_frames(session, after=before)
+    round_trip(frame)
+    assert frame["event"] == "inbox-item"
+    assert frame["data"]["item"] == {
+        "id": item.public_id,
+        "kind": "QUESTION",
+        "title": "Which year?",
+        "body": "For the *report*.",
+        "options": ["2023", "2024"],
+        "status": "OPEN",
+        "answer": None,
+        "answeredBy": None,
+        "answeredAt": None,
+        "expiresAt": None,
+        "defaultAction": None,
+        "originProcessId": origin.public_id,
+        "originDelivered": None,
+        "originNote": None,
+        "projectId": alice.project_id,
+        "createdAt": frame["data"]["item"]["createdAt"],
+    }
+
+
+def test_the_inbox_kinds_and_statuses_of_the_protocol_are_the_models(alice):
+    item_fields = out.InboxItemObject.model_fields
+    assert set(typing.get_args(item_fields["kind"].annotation)) == set(InboxKind.values)
+    assert set(typing.get_args(item_fields["status"].annotation)) == set(InboxStatus.values)
+
+
 def test_a_process_status_carries_close_reason_and_drift_only_when_set(alice):
     session = open_session(alice)
     process = ThinkProcess.objects.get(pk=session.chat_process_id)
@@ -231,12 +270,12 @@ def test_an_event_without_a_model_is_refused_and_nothing_is_stored(alice):
     session = open_session(alice)
     before = Session.objects.get(pk=session.pk).last_seq
     # when
-    with pytest.raises(out.UnknownEvent, match="inbox-item"):
+    with pytest.raises(out.UnknownEvent, match="space-state"):
         emit_events(
             session.pk,
             [
                 out.event(out.ChatDeltaEvent(processId="tp_1", text="a")),
-                ("inbox-item", {"item": {}}),
+                ("space-state", {"space": {}}),
             ],
         )
     # then
@@ -276,8 +315,12 @@ def test_a_kernel_event_is_checked_against_its_model(alice):
             {"type": "session-exploded", "replyTo": "c1", "data": {}}, id="unknown reply type"
         ),
         pytest.param(
-            {"type": "event", "seq": 1, "event": "inbox-item", "data": {"item": {}}},
+            {"type": "event", "seq": 1, "event": "space-state", "data": {"space": {}}},
             id="unknown event name",
+        ),
+        pytest.param(
+            {"type": "event", "seq": 1, "event": "inbox-item", "data": {"item": {"id": "inb_1"}}},
+            id="an inbox item without its fields",
         ),
         pytest.param(
             {"type": "event", "seq": 1, "event": "session-status", "data": {"status": "GONE"}},
