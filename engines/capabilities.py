@@ -176,9 +176,7 @@ class Processes(Protocol):
 
 
 class Inbox(Protocol):
-    def post(
-        self, *, kind: str, title: str, body: str, options: list[str] | None = None
-    ) -> str:
+    def post(self, *, kind: str, title: str, body: str, options: list[str] | None = None) -> str:
         """Post an item (kind OUTPUT_TEXT, APPROVAL or QUESTION) for the session's user; its
         id (inb_N). The answer comes back later as an InboxAnswer message."""
         ...

@@ -57,6 +57,31 @@ def get_visible_item(user: Any, item_id: str) -> InboxItem:
     return item
 
 
+def filtered_items(
+    user: Any, *, status: str | None = None, kind: str | None = None, process: str | None = None
+) -> QuerySet[InboxItem]:
+    """The user's items, newest first, by status, kind and origin process (tp_N, also one
+    whose row is gone); a value that names none of them is a 400."""
+    rows = visible_items(user)
+    if status:
+        if status not in InboxStatus.values:
+            raise field_error("status", f"must be one of {', '.join(InboxStatus.values)}")
+        rows = rows.filter(status=status)
+    if kind:
+        if kind not in InboxKind.values:
+            raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}")
+        rows = rows.filter(kind=kind)
+    if process:
+        try:
+            pk = parse_public_id("tp", process, "process")
+        except NotFound as exc:
+            raise field_error(
+                "process", f"must be a process id like tp_12, not {process!r}"
+            ) from exc
+        rows = rows.filter(origin_public_id=f"tp_{pk}")
+    return rows.order_by("-pk")
+
+
 # --- posting -------------------------------------------------------------------------------------
 
 

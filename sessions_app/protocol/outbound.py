@@ -313,6 +313,36 @@ class Recipes(Reply):
     data: RecipesData
 
 
+class InboxData(Outgoing):
+    items: list[InboxItemObject]
+
+
+class Inbox(Reply):
+    type: Literal["inbox"] = "inbox"
+    data: InboxData
+
+
+class InboxAnsweredData(Outgoing):
+    item: InboxItemObject
+    # Whether the answer reached the process that posted the item (item.originNote says why
+    # not).
+    delivered: bool
+
+
+class InboxAnswered(Reply):
+    type: Literal["inbox-answered"] = "inbox-answered"
+    data: InboxAnsweredData
+
+
+class InboxItemData(Outgoing):
+    item: InboxItemObject
+
+
+class InboxDismissed(Reply):
+    type: Literal["inbox-dismissed"] = "inbox-dismissed"
+    data: InboxItemData
+
+
 class ErrorData(Outgoing):
     code: int
     error: str
@@ -338,6 +368,9 @@ ServerFrame = Annotated[
     | Process
     | ThinkEngines
     | Recipes
+    | Inbox
+    | InboxAnswered
+    | InboxDismissed
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),

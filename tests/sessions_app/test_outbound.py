@@ -8,6 +8,7 @@ import typing
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from pydantic import ValidationError
 
 from inbox.models import InboxKind, InboxStatus
@@ -23,7 +24,8 @@ from tests.conftest import open_session
 from tests.sessions_app.test_consumer import FINGERPRINT, bearer, connect
 from vancetope.llm.scripted import ScriptedProvider
 
-# PROTOCOL.md, "Events" of the first stage, and the reply types of its request table.
+# PROTOCOL.md, "Events" of the first stage, the reply types of its request table, and the
+# second stage's inbox replies.
 PROTOCOL_EVENTS = [
     "process-status",
     "chat-delta",
@@ -53,10 +55,8 @@ PROTOCOL_REPLIES = [
     "recipes",
     "inbox",
     "inbox-answered",
+    "inbox-dismissed",
 ]
-# Named by PROTOCOL.md, served by the inbox's frames, which are not built yet (see inbound's
-# NOT_YET_AVAILABLE): no model until then.
-NOT_YET_BUILT = {"inbox", "inbox-answered"}
 
 SHELL_RUN = {
     "name": "run_shell",
@@ -101,11 +101,11 @@ class Recording:
 
 
 def test_the_event_models_are_the_events_protocol_md_names():
-    assert set(out.EVENT_MODELS) == set(PROTOCOL_EVENTS) - NOT_YET_BUILT
+    assert set(out.EVENT_MODELS) == set(PROTOCOL_EVENTS)
 
 
 def test_the_reply_models_are_the_replies_protocol_md_names():
-    assert reply_types() == set(PROTOCOL_REPLIES) - NOT_YET_BUILT
+    assert reply_types() == set(PROTOCOL_REPLIES)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -154,6 +154,11 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     await client.request("process-get", {"processId": worker_id})
     await client.request("thinkengines-list")
     await client.request("recipes-list")
+    approval = await post_for(worker_id, "APPROVAL")
+    notice = await post_for(worker_id, "OUTPUT_TEXT")
+    await client.request("inbox-list")
+    await client.request("inbox-answer", {"itemId": approval, "answer": {"decision": "approve"}})
+    await client.request("inbox-dismiss", {"itemId": notice})
     await client.request("chat", {})
     second = await connect(bearer(alice))
     second.ws = Recording(second.ws)
@@ -169,7 +174,7 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     sent_types = {model.type for model in models}
     assert sent_types - {"event"} == reply_types() | {"error"}
     events = {model.event for model in models if model.type == "event"}
-    assert events >= {"process-status", "chat-delta", "chat-message", "tool-call"}
+    assert events >= {"process-status", "chat-delta", "chat-message", "tool-call", "inbox-item"}
     assert "session-status" in events
     closed = [
         m
@@ -177,6 +182,14 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
         if m.type == "event" and m.event == "process-status" and m.data.closeReason
     ]
     assert closed[0].data.closeReason == "STOPPED"
+
+
+@database_sync_to_async
+def post_for(process_id: str, kind: str) -> str:
+    process = ThinkProcess.objects.select_related("session").get(
+        pk=int(process_id.removeprefix("tp_"))
+    )
+    return post_item(process, kind, f"a {kind.lower()}", "").public_id
 
 
 def stored_frames(session: Session, after: int = 0) -> list[dict[str, Any]]:
