@@ -91,3 +91,15 @@ def rendered(kind: str, answer: dict[str, Any]) -> str:
     if "choice" in answer:
         return str(answer["choice"])
     return str(answer.get("text", ""))
+
+
+def answer_from_text(kind: str, options: list[str], text: str) -> dict[str, Any]:
+    """An answer typed as one line (the web UI's and the admin's text field): for an
+    APPROVAL `approve` or `reject`, then an optional comment; for a QUESTION one of its
+    options as the choice, anything else as text. Not checked: see `checked_answer`."""
+    text = text.strip()
+    if kind == InboxKind.APPROVAL:
+        decision, _, comment = text.partition(" ")
+        answer: dict[str, Any] = {"decision": decision.lower()}
+        return {**answer, "comment": comment.strip()} if comment.strip() else answer
+    return {"choice": text} if text in options else {"text": text}
