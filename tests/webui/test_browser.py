@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port, post_inbox_item
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -76,7 +76,6 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
         timeout=120,
     )
     running = Brain(env, free_port())
-    running.env = env  # type: ignore[attr-defined]
     yield running
     running.stop()
 
@@ -266,38 +265,18 @@ def test_the_admin_process_page_shows_the_inspector_fields(page):
     screenshot(page, "admin-process-desktop")
 
 
-def post_approval(brain: Brain, process_id: str, title: str) -> str:
-    """An APPROVAL item posted by the process, as its engine would (in a separate OS process
-    on the same database: the Brain's sockets see its event with the next one)."""
-    code = (
-        "from inbox.services import post_item; from processes.models import ThinkProcess; "
-        f"p = ThinkProcess.objects.select_related('session').get(pk={process_id[3:]}); "
-        f"print(post_item(p, 'APPROVAL', {title!r}, 'All **tests** pass.').public_id)"
-    )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=brain.env,  # type: ignore[attr-defined]
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return done.stdout.strip().splitlines()[-1]
-
-
 def test_an_approval_is_answered_on_the_inbox_page_and_reaches_the_chat(page, brain):
     # given: a chat open in interactive mode, whose process asks for an approval
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     chat = page.locator("#interactive").get_attribute("data-chat-process")
-    item_id = post_approval(brain, chat, "Deploy to production?")
+    item_id = post_inbox_item(brain.env, chat, "APPROVAL", "Deploy?", "All **tests** pass.")
     inbox = page.context.new_page()
     try:
         # when: the inbox page (a second tab, so the chat's session stays open) approves it
         inbox.goto("/inbox/")
         card = inbox.locator(f"li[data-item='{item_id}']")
-        expect(card).to_contain_text("Deploy to production?")
+        expect(card).to_contain_text("Deploy?")
         expect(card.get_by_role("link", name=chat)).to_be_visible()
         screenshot(inbox, "inbox-desktop")
         at_width(inbox, PHONE, "inbox-phone")
