@@ -246,7 +246,7 @@ def test_an_inbox_item_event_carries_the_whole_item_as_its_model_gives_it(alice)
     }
 
 
-def test_the_inbox_kinds_and_statuses_of_the_protocol_are_the_models(alice):
+def test_the_inbox_kinds_and_statuses_of_the_protocol_are_the_models():
     item_fields = out.InboxItemObject.model_fields
     assert set(typing.get_args(item_fields["kind"].annotation)) == set(InboxKind.values)
     assert set(typing.get_args(item_fields["status"].annotation)) == set(InboxStatus.values)
