@@ -13,7 +13,7 @@ Brain that owns the data, and the lane (`processes/lane/context.py`) puts them t
 | `ctx.tool_health` | `ToolHealth` | `vancetope/tools/health.py` (`ToolHealthAccess`)       |
 | `ctx.settings` | `Mapping`       | engine defaults ← recipe params ← process params        |
 | `ctx.processes`| `Processes`     | `processes/capabilities/children.py` (`ChildProcesses`) |
-| `ctx.inbox`    | `Inbox`         | the inbox app; not available yet                        |
+| `ctx.inbox`    | `Inbox`         | `inbox/capability.py`, if the pool holds `inbox_post`   |
 | `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
 
 A part that is not built yet is a `NotAvailable` (engines/context.py): touching it raises
@@ -213,9 +213,10 @@ class Processes(Protocol):
 
 
 class Inbox(Protocol):
-    def post(
-        self, *, kind: str, title: str, body: str, options: list[str] | None = None
-    ) -> str: ...
+    def post(self, *, kind: str, title: str, body: str, options: list[str] | None = None) -> str:
+        """Post an item (kind OUTPUT_TEXT, APPROVAL or QUESTION) for the session's user; its
+        id (inb_N). The answer comes back later as an InboxAnswer message."""
+        ...
 
 
 class Memory(Protocol):

@@ -73,6 +73,10 @@ def _not_built(part: str, by: str) -> Any:
     return field(default_factory=lambda: NotAvailable(part, f"{by} is not built yet"))
 
 
+def _not_here(part: str, why: str) -> Any:
+    return field(default_factory=lambda: NotAvailable(part, why))
+
+
 @dataclass
 class ThinkEngineContext:
     process: ProcessView
@@ -86,7 +90,8 @@ class ThinkEngineContext:
     is_chat_process: bool = False
     tool_health: ToolHealth = _not_built("tool_health", "tool health outside agrajag")
     processes: Processes = _not_built("processes", "child processes outside a lane")
-    inbox: Inbox = _not_built("inbox", "the inbox")
+    # Set by the lane for a process whose tool pool holds inbox_post (top-level recipes).
+    inbox: Inbox = _not_here("inbox", "inbox_post is not in this process's tool pool")
     memory: Memory = _not_built("memory", "memory and RAG")
     # Appends a message to the process's own pending queue, so the lane runs a turn on it
     # after this call (e.g. a goal whose tools wait on the client must not block the caller).

@@ -8,20 +8,16 @@ joined the group, or lost in transit) is filled from the database before the new
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from autobahn.exception import Disconnected
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
-from django.db import close_old_connections
 from pydantic import ValidationError
 
 from engines.registry import all_engines
@@ -33,18 +29,19 @@ from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
+from sessions_app.consumer_inbox import InboxFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
 from sessions_app.presenters import session_data
 from sessions_app.protocol import inbound as p
 from sessions_app.protocol import outbound as out
+from sessions_app.service_calls import call_service
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import accept_tool_result
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 UNAUTHENTICATED = 4401
 LIFECYCLE_REPLIES = {
@@ -54,26 +51,6 @@ LIFECYCLE_REPLIES = {
     "process-stop": ("stop_process", "process-stopped"),
     "process-reset": ("reset_process", "process-reset"),
 }
-
-
-def call_service(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Awaitable[T]:
-    """Run a sync service in a worker thread of the event loop's executor, with this
-    coroutine's context, dropping broken or expired database connections before and after
-    (as channels' database_sync_to_async does). Not thread-sensitive: a lifecycle call may
-    wait for a lane, and must not hold up every other socket's database calls meanwhile.
-    Plain run_in_executor: asgiref's SyncToAsync machinery cost more than a chat's own
-    service call."""
-    context = contextvars.copy_context()
-    call = functools.partial(context.run, _in_worker_thread, fn, args, kwargs)
-    return asyncio.get_running_loop().run_in_executor(None, call)
-
-
-def _in_worker_thread(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-    close_old_connections()
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        close_old_connections()
 
 
 def as_brain_error(exc: Exception, what: str) -> BrainError:
@@ -104,7 +81,7 @@ class _Steer:
     message: str
 
 
-class BrainConsumer(AsyncWebsocketConsumer):
+class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
     session_id: int | None = None
     last_seq = 0
     _steering: asyncio.Task[None] | None = None

@@ -20,6 +20,7 @@ from vance.chat import ChatClient, ChatOptions
 from vance.config import Config, ConfigError, load_config, normalise_server, save_config
 from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 from vance.fingerprint import current_fingerprint
+from vance.inbox import answer_from_text, answered_text, inbox_table
 from vance.lines import LineRouter
 from vance.render import (
     engines_table,
@@ -29,6 +30,7 @@ from vance.render import (
 )
 
 STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
+INBOX_STATUSES = ("OPEN", "ANSWERED", "DISMISSED", "EXPIRED", "all")
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -36,6 +38,10 @@ err = Console(stderr=True, highlight=False)
 
 class NotAvailable(Exception):
     """The Brain has no endpoint for this command yet."""
+
+
+def _upper_but_all(value: str) -> str:
+    return value if value.lower() == "all" else value.upper()
 
 
 def fail(message: str, code: int) -> int:
@@ -163,20 +169,19 @@ def cmd_runs(args: argparse.Namespace) -> int:
 def cmd_inbox(args: argparse.Namespace) -> int:
     api = BrainApi(load_config())
     if args.inbox_command == "answer":
-
-        def answer() -> int:
-            api.post(f"inbox/{args.item_id}/answer", {"answer": args.answer})
-            out.print(f"Answered {args.item_id}.")
-            return EXIT_OK
-
-        return not_yet("Inbox items", answer)
-
-    def listing() -> int:
-        rows, count = api.results("inbox", status=args.status, limit=args.limit)
-        out.print(generic_table(f"Inbox ({len(rows)} of {count})", rows))
+        # The item's kind says how the typed answer reads (approve/reject, an option, text).
+        item = api.get(f"inbox/{args.item_id}")
+        answer = answer_from_text(args.answer, item)
+        out.print(answered_text(api.post(f"inbox/{args.item_id}/answer", {"answer": answer})))
         return EXIT_OK
-
-    return not_yet("Inbox items", listing)
+    if args.inbox_command == "dismiss":
+        reply = api.post(f"inbox/{args.item_id}/dismiss")
+        out.print(f"Dismissed {reply['item']['id']}.")
+        return EXIT_OK
+    status = None if args.status == "all" else args.status
+    rows, count = api.results("inbox", status=status, limit=args.limit)
+    out.print(inbox_table(rows, f"Inbox: {args.status} ({len(rows)} of {count})"))
+    return EXIT_OK
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -231,13 +236,15 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=50)
     runs.set_defaults(run=cmd_runs)
 
-    inbox = commands.add_parser("inbox", help="list inbox items, or answer one")
-    inbox.add_argument("--status")
+    inbox = commands.add_parser("inbox", help="list inbox items, answer or dismiss one")
+    inbox.add_argument("--status", choices=INBOX_STATUSES, type=_upper_but_all, default="OPEN")
     inbox.add_argument("--limit", type=int, default=50)
-    inbox_commands = inbox.add_subparsers(dest="inbox_command", metavar="answer")
+    inbox_commands = inbox.add_subparsers(dest="inbox_command", metavar="answer|dismiss")
     answer = inbox_commands.add_parser("answer", help="answer an inbox item")
     answer.add_argument("item_id", metavar="inb_N")
-    answer.add_argument("answer")
+    answer.add_argument("answer", help="approve|reject [comment], one of its options, or text")
+    dismiss = inbox_commands.add_parser("dismiss", help="put an inbox item away unanswered")
+    dismiss.add_argument("item_id", metavar="inb_N")
     inbox.set_defaults(run=cmd_inbox)
     return parser
 
@@ -256,11 +263,11 @@ def explain(exc: ApiError) -> int:
             return fail("This Brain has no such endpoint (404).", EXIT_REFUSED)
         return fail(f"Not found (404): {exc.message}", EXIT_REFUSED)
     if exc.status == 409:
-        return fail(
-            f"Refused (409 {exc.error}): {exc.message}. The process's status does not allow "
-            "this; `vance processes` shows it.",
-            EXIT_REFUSED,
-        )
+        if "inbox item" in exc.message:
+            why = "Its status does not allow this; `vance inbox --status all` shows it."
+        else:
+            why = "The process's status does not allow this; `vance processes` shows it."
+        return fail(f"Refused (409 {exc.error}): {exc.message}. {why}", EXIT_REFUSED)
     return fail(f"The Brain answered {exc.status} {exc.error}: {exc.message}", EXIT_REFUSED)
 
 

@@ -6,10 +6,11 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
+
+from vance.inbox import inbox_panel
 
 STATUS_STYLES = {
     "RUNNING": "green",
@@ -81,8 +82,8 @@ def recipes_table(recipes: list[dict[str, Any]]) -> Table:
 
 
 def generic_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """A table of whatever fields the rows carry (runs and inbox items have no fixed shape
-    in this client yet)."""
+    """A table of whatever fields the rows carry (run logs have no fixed shape in this client
+    yet)."""
     table = Table(title=title, title_justify="left")
     columns: list[str] = []
     for row in rows:
@@ -130,14 +131,6 @@ def _add_nodes(parent: Tree, node: Any) -> None:
     _add_nodes(branch, node.get("children") or [])
 
 
-def inbox_panel(item: dict[str, Any]) -> Panel:
-    item_id = item.get("id", "?")
-    text = item.get("question") or item.get("text") or item.get("title") or json.dumps(item)
-    body = Text(str(text))
-    body.append(f"\nanswer with: /answer {item_id} <text>", style="dim")
-    return Panel(body, title=f"inbox {item_id}", title_align="left", border_style="yellow")
-
-
 def error_text(data: dict[str, Any]) -> Text:
     return Text(
         f"[{data.get('code')}] {data.get('error')}: {data.get('message')}", style="bold red"
@@ -156,6 +149,8 @@ class EventPrinter:
         # after a reconnect is not shown a second time.
         self.streamed: dict[str, str] = {}
         self.statuses: dict[str, str] = {}  # the last status seen of each process
+        # Inbox items as last seen (events, /inbox), so /answer knows each one's kind.
+        self.inbox_items: dict[str, dict[str, Any]] = {}
 
     def end_stream(self) -> None:
         if self.streaming is not None:
@@ -228,7 +223,9 @@ class EventPrinter:
         self.line(task_tree(str(data.get("processId")), data.get("tree")))
 
     def on_inbox_item(self, data: dict[str, Any]) -> None:
-        self.line(inbox_panel(data.get("item") or {}))
+        item = data.get("item") or {}
+        self.inbox_items[str(item.get("id"))] = item
+        self.line(inbox_panel(item))
 
     def on_notification(self, data: dict[str, Any]) -> None:
         level = str(data.get("level") or "info")

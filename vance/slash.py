@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 from vance.exits import EXIT_OK
-from vance.render import error_text, inbox_panel, process_table
+from vance.inbox import answer_from_text, answered_text, inbox_panel
+from vance.render import error_text, process_table
 
 if TYPE_CHECKING:
     from vance.chat import ChatClient
@@ -19,7 +20,9 @@ HELP = """\
 /resume [tp_N]         resume a paused, suspended or drifted process
 /stop [tp_N]           stop a process for good
 /reset [tp_N]          reset a process (e.g. after context drift)
-/inbox                 list inbox items; /answer inb_N TEXT answers one
+/inbox [STATUS]        your inbox items (default OPEN; ANSWERED, DISMISSED, EXPIRED)
+/answer inb_N TEXT     answer one: approve|reject [comment], an option, or any text
+/dismiss inb_N         put an item away unanswered
 /session               which session this is
 /close                 close the session (its processes stop) and leave
 /quit                  leave; the session stays resumable from this directory"""
@@ -72,19 +75,33 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
         else:
             chat.printer.line(error_text(reply["data"]))
     elif name == "inbox":
-        reply = await chat.request("inbox-list", {})
+        reply = await chat.request("inbox-list", {"status": rest.upper()} if rest else {})
         if reply["type"] == "error":
             chat.printer.line(error_text(reply["data"]))
-        else:
-            for item in reply["data"].get("items") or []:
-                chat.printer.line(inbox_panel(item))
+            return None
+        items = reply["data"]["items"]
+        if not items:
+            chat.printer.line(Text(f"no {rest.upper() or 'OPEN'} inbox items", style="dim"))
+        for item in reversed(items):  # oldest first, the newest next to the prompt
+            chat.printer.inbox_items[item["id"]] = item
+            chat.printer.line(inbox_panel(item))
     elif name == "answer":
         item_id, _, text = rest.partition(" ")
         if not item_id or not text.strip():
-            chat.printer.line(Text("usage: /answer inb_N TEXT", style="yellow"))
+            chat.printer.line(Text("usage: /answer inb_N approve|reject|TEXT", style="yellow"))
             return None
-        reply = await chat.request("inbox-answer", {"itemId": item_id, "answer": text.strip()})
-        show_reply(chat, reply, f"answered {item_id}")
+        answer = answer_from_text(text, chat.printer.inbox_items.get(item_id))
+        reply = await chat.request("inbox-answer", {"itemId": item_id, "answer": answer})
+        if reply["type"] == "error":
+            chat.printer.line(error_text(reply["data"]))
+        else:
+            chat.printer.line(answered_text(reply["data"]))
+    elif name == "dismiss":
+        if not rest:
+            chat.printer.line(Text("usage: /dismiss inb_N", style="yellow"))
+            return None
+        reply = await chat.request("inbox-dismiss", {"itemId": rest})
+        show_reply(chat, reply, f"dismissed {rest}")
     else:
         chat.printer.line(Text(f"unknown command /{name}; /help lists them", style="yellow"))
     return None

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "processes",
     "sessions_app",
     "vancetope.tools",
+    "inbox",
     "webui",
 ]
 

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from engines.api import ThinkEngineList
+from inbox.api import InboxViewSet
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
@@ -17,6 +18,7 @@ router.register("recipes", RecipeViewSet, basename="recipe")
 router.register("sessions", SessionViewSet, basename="session")
 router.register("processes", ProcessViewSet, basename="process")
 router.register("tool-health", ToolHealthViewSet, basename="tool-health")
+router.register("inbox", InboxViewSet, basename="inbox")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

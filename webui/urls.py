@@ -1,4 +1,5 @@
-"""The web UI: login, the dashboard (REST, no session) and the interactive mode (WebSocket)."""
+"""The web UI: login, the dashboard (REST, no session), the inbox and the interactive mode
+(WebSocket)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ urlpatterns = [
     path("", views.process_list, name="processes"),
     path("processes/<str:process_id>", views.process_detail_page, name="process"),
     path("interactive/", views.interactive, name="interactive"),
+    path("inbox/", views.inbox_page, name="inbox"),
+    path("inbox/<str:item_id>/answer", views.inbox_answer, name="inbox-answer"),
+    path("inbox/<str:item_id>/dismiss", views.inbox_dismiss, name="inbox-dismiss"),
     path(
         "accounts/login/",
         auth_views.LoginView.as_view(

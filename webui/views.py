@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import json
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
+from inbox.models import InboxItem, InboxStatus
+from inbox.presenters import item_data
+from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
 from processes.presenters import process_detail
 from processes.states import Status
-from vancetope.errors import NotFound
+from vancetope.errors import BadRequest, BrainError, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import visible_projects
 
@@ -68,3 +73,65 @@ def interactive(request: HttpRequest) -> HttpResponse:
         "mode": "interactive",
     }
     return render(request, "webui/interactive.html", context)
+
+
+# --- inbox ---------------------------------------------------------------------------------------
+
+
+@login_required
+def inbox_page(request: HttpRequest) -> HttpResponse:
+    """The user's items (OPEN unless the filter says otherwise), each with its answer form."""
+    status = request.GET.get("status", InboxStatus.OPEN)
+    error = ""
+    try:
+        rows = filtered_items(request.user, status=status if status != "all" else None)
+    except BadRequest as exc:
+        error, rows = exc.message, InboxItem.objects.none()
+    context = {
+        "items": [item_data(item) for item in rows[:LIST_LIMIT]],
+        "statuses": [*InboxStatus.values, "all"],
+        "status": status,
+        "error": error,
+        "mode": "inbox",
+    }
+    return render(request, "webui/inbox.html", context, status=400 if error else 200)
+
+
+@require_POST
+@login_required
+def inbox_answer(request: HttpRequest, item_id: str) -> HttpResponse:
+    """The answer form of one item: an APPROVAL's decision and comment, or a QUESTION's
+    choice or text. A refusal is shown on the inbox page; nothing changes."""
+    form = request.POST
+    if "decision" in form:
+        answer: dict[str, str] = {"decision": form["decision"]}
+        if form.get("comment", "").strip():
+            answer["comment"] = form["comment"].strip()
+    elif form.get("choice"):
+        answer = {"choice": form["choice"]}
+    else:
+        answer = {"text": form.get("text", "").strip()}
+    try:
+        answered = do_answer(request.user, item_id, answer)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except BrainError as exc:
+        messages.error(request, f"{item_id}: {exc.message}")
+    else:
+        note = "" if answered.delivered else f" (not delivered: {answered.item.origin_note})"
+        messages.success(request, f"{item_id} answered{note}.")
+    return redirect("webui:inbox")
+
+
+@require_POST
+@login_required
+def inbox_dismiss(request: HttpRequest, item_id: str) -> HttpResponse:
+    try:
+        dismiss_item(request.user, item_id)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except BrainError as exc:
+        messages.error(request, f"{item_id}: {exc.message}")
+    else:
+        messages.success(request, f"{item_id} dismissed.")
+    return redirect("webui:inbox")

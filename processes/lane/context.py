@@ -14,6 +14,7 @@ from django.conf import settings
 from engines.base import ThinkEngine
 from engines.context import ThinkEngineContext, TurnUsage
 from engines.registry import get_engine
+from inbox.capability import inbox_for
 from processes.budgets import TreeBudget
 from processes.capabilities.children import ChildProcesses
 from processes.capabilities.conversation import ConversationBuffer
@@ -100,4 +101,6 @@ def build_context(
     )
     if process.category == "service":
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
+    if inbox := inbox_for(process, engine.allowed_tools):
+        ctx.inbox = inbox
     return Prepared(ctx, conversation, events, children)

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from processes.states import Status
 from sessions_app.models import ClientType, DisconnectPolicy
+from sessions_app.protocol.objects import InboxStatusName
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -97,6 +98,20 @@ class ProcessListData(Strict):
     status: Status | None = None
 
 
+class InboxListData(Strict):
+    status: InboxStatusName = "OPEN"
+
+
+class InboxAnswerData(Strict):
+    itemId: NonEmpty
+    # Its shape depends on the item's kind (inbox/answers.py): checked by the inbox service.
+    answer: dict[str, Any]
+
+
+class InboxRef(Strict):
+    itemId: NonEmpty
+
+
 # --- requests ------------------------------------------------------------------------------------
 
 
@@ -172,6 +187,21 @@ class RecipesList(Request):
     data: RecipesListData = Field(default_factory=RecipesListData)
 
 
+class InboxList(Request):
+    type: Literal["inbox-list"]
+    data: InboxListData = Field(default_factory=InboxListData)
+
+
+class InboxAnswer(Request):
+    type: Literal["inbox-answer"]
+    data: InboxAnswerData
+
+
+class InboxDismiss(Request):
+    type: Literal["inbox-dismiss"]
+    data: InboxRef
+
+
 ClientFrame = Annotated[
     SessionCreate
     | SessionResume
@@ -184,16 +214,17 @@ ClientFrame = Annotated[
     | ProcessSteer
     | ProcessList
     | ThinkEnginesList
-    | RecipesList,
+    | RecipesList
+    | InboxList
+    | InboxAnswer
+    | InboxDismiss,
     Field(discriminator="type"),
 ]
 client_frame = TypeAdapter(ClientFrame)
 
-# In PROTOCOL.md, but served by parts of the Brain that are not built yet.
-NOT_YET_AVAILABLE = {
-    "inbox-list": "the inbox",
-    "inbox-answer": "the inbox",
-}
+# In PROTOCOL.md, but served by parts of the Brain that are not built yet: request type → the
+# part it needs (answered with a 400 saying so).
+NOT_YET_AVAILABLE: dict[str, str] = {}
 
 
 def describe_validation_error(error: ValidationError) -> tuple[str, str]:

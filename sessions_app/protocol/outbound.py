@@ -1,4 +1,5 @@
-"""Pydantic models of every frame the Brain sends (PROTOCOL.md), and of the objects in them.
+"""Pydantic models of every frame the Brain sends (PROTOCOL.md); the objects in them are in
+`objects.py`, re-exported here.
 
 A reply carries `replyTo` and is sent by the consumer's `send_model`; an event carries `seq`,
 and its data is built by `event(...)` from its model here, by every emitter. The event store
@@ -13,134 +14,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from processes.states import CloseReason, Status
-from recipes_app.models import RecipeCategory, RecipeScope
-from sessions_app.models import ClientType, DisconnectPolicy, SessionStatus, SuspendCause
+from sessions_app.models import SessionStatus
+from sessions_app.protocol.objects import ConversationEntry as ConversationEntry
+from sessions_app.protocol.objects import (
+    EngineDescriptor,
+    InboxItemObject,
+    Outgoing,
+    ProcessDetail,
+    ProcessObject,
+    RecipeObject,
+    SessionObject,
+    left_out_if_none,
+)
+from sessions_app.protocol.objects import SessionFingerprint as SessionFingerprint
+from sessions_app.protocol.objects import Usage as Usage
 
 # An event as emitters hand it to the event store: (event name, data).
 Event = tuple[str, dict[str, Any]]
-
-
-class Outgoing(BaseModel):
-    # Every field with a default is still always sent, so the schemas say it is there.
-    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
-
-
-def _absent_if_none(value: Any) -> bool:
-    return value is None
-
-
-def left_out_if_none() -> Any:
-    """An optional field of an event's data: left out of the data when it is None."""
-    return Field(default=None, exclude_if=_absent_if_none)
-
-
-# --- objects -------------------------------------------------------------------------------------
-
-
-class Usage(Outgoing):
-    promptTokens: int
-    completionTokens: int
-
-
-class ProcessObject(Outgoing):
-    """A process (processes/presenters.py `process_data`)."""
-
-    id: str
-    sessionId: str
-    parentId: str | None
-    thinkEngine: str
-    engineVersion: str
-    recipe: str
-    goal: str
-    status: Status
-    closeReason: CloseReason | None
-    contextDrift: bool
-    createdAt: str
-    updatedAt: str
-    usage: Usage
-
-
-class ConversationEntry(Outgoing):
-    index: int
-    role: str
-    content: str
-    toolCalls: list[Any]
-    toolCallId: str | None
-    createdAt: str
-
-
-class ProcessDetail(ProcessObject):
-    """A process with its task tree, pending count, last error and conversation
-    (`process_detail`)."""
-
-    taskTree: dict[str, Any] | None
-    pending: int
-    lastError: str | None
-    engineParams: dict[str, Any]
-    conversationLength: int
-    conversation: list[ConversationEntry]
-
-
-class SessionFingerprint(Outgoing):
-    machineId: str
-    workingDir: str
-    userHome: str | None
-    osUser: str | None
-
-
-class SessionObject(Outgoing):
-    """A session (sessions_app/presenters.py `session_data`)."""
-
-    id: str
-    projectId: str
-    clientType: ClientType
-    isHuman: bool
-    system: bool
-    status: SessionStatus
-    suspendCause: SuspendCause | None
-    onDisconnect: DisconnectPolicy
-    onIdle: DisconnectPolicy
-    idleTimeout: int
-    fingerprint: SessionFingerprint
-    chatProcessId: str | None
-    tools: list[str]
-    lastSeq: int
-    createdAt: str
-    lastActivityAt: str
-    closedAt: str | None
-
-
-class EngineDescriptor(Outgoing):
-    """A registered think engine (engines/base.py `describe`)."""
-
-    name: str
-    title: str
-    description: str
-    version: str
-    allowedTools: list[str]
-    defaultSettings: dict[str, Any]
-
-
-class RecipeObject(Outgoing):
-    """A recipe (recipes_app/api.py `recipe_data`)."""
-
-    id: str
-    name: str
-    engine: str
-    title: str
-    description: str
-    params: dict[str, Any]
-    promptPrefix: str
-    allowedToolsAdd: list[str]
-    allowedToolsRemove: list[str]
-    category: RecipeCategory
-    roles: list[str]
-    scope: RecipeScope
-    tenant: str | None
-    projectId: str | None
 
 
 # --- events --------------------------------------------------------------------------------------
@@ -203,6 +96,13 @@ class SessionStatusEvent(EventData):
     status: SessionStatus
 
 
+class InboxItemEvent(EventData):
+    """An inbox item of the session's user was posted or changed."""
+
+    name = "inbox-item"
+    item: InboxItemObject
+
+
 EVENT_MODELS: dict[str, type[EventData]] = {
     model.name: model
     for model in (
@@ -213,6 +113,7 @@ EVENT_MODELS: dict[str, type[EventData]] = {
         ToolCallEvent,
         NotificationEvent,
         SessionStatusEvent,
+        InboxItemEvent,
     )
 }
 
@@ -275,6 +176,11 @@ class SessionStatusFrame(EventFrameBase):
     data: SessionStatusEvent
 
 
+class InboxItemFrame(EventFrameBase):
+    event: Literal["inbox-item"]
+    data: InboxItemEvent
+
+
 EventFrame = Annotated[
     ProcessStatusFrame
     | ChatDeltaFrame
@@ -282,7 +188,8 @@ EventFrame = Annotated[
     | TaskTreeFrame
     | ToolCallFrame
     | NotificationFrame
-    | SessionStatusFrame,
+    | SessionStatusFrame
+    | InboxItemFrame,
     Field(discriminator="event"),
 ]
 
@@ -406,6 +313,36 @@ class Recipes(Reply):
     data: RecipesData
 
 
+class InboxData(Outgoing):
+    items: list[InboxItemObject]
+
+
+class Inbox(Reply):
+    type: Literal["inbox"] = "inbox"
+    data: InboxData
+
+
+class InboxAnsweredData(Outgoing):
+    item: InboxItemObject
+    # Whether the answer reached the process that posted the item (item.originNote says why
+    # not).
+    delivered: bool
+
+
+class InboxAnswered(Reply):
+    type: Literal["inbox-answered"] = "inbox-answered"
+    data: InboxAnsweredData
+
+
+class InboxItemData(Outgoing):
+    item: InboxItemObject
+
+
+class InboxDismissed(Reply):
+    type: Literal["inbox-dismissed"] = "inbox-dismissed"
+    data: InboxItemData
+
+
 class ErrorData(Outgoing):
     code: int
     error: str
@@ -431,6 +368,9 @@ ServerFrame = Annotated[
     | Process
     | ThinkEngines
     | Recipes
+    | Inbox
+    | InboxAnswered
+    | InboxDismissed
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),

@@ -21,6 +21,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from inbox.services import post_item
+from processes.models import ThinkProcess
 from sessions_app.models import Session
 from tests.conftest import Tenancy, open_session
 
@@ -65,13 +67,32 @@ def test_operations_on_real_rows_answer_as_the_schema_says(caller: Tenancy) -> N
     in an order the statuses allow, and each answer is checked as above."""
     session = Session.objects.get(owner=caller.user)
     chat = f"tp_{session.chat_process_id}"
+    assert session.chat_process_id is not None
+    origin = ThinkProcess.objects.select_related("session").get(pk=session.chat_process_id)
+    approval = post_item(origin, "APPROVAL", "Go ahead?", "").public_id
+    notice = post_item(origin, "OUTPUT_TEXT", "Done", "").public_id
     recipe = {
         "name": "alice-notes",
         "engine": "ford",
         "scope": "project",
         "projectId": caller.project_id,
     }
+    answer = {"answer": {"decision": "approve"}}
     calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("/api/inbox/{item_id}", "GET", {"path_parameters": {"item_id": approval}}),
+        (
+            "/api/inbox/{item_id}/answer",
+            "POST",
+            {"path_parameters": {"item_id": approval}, "body": answer},
+        ),
+        # 409: answered already
+        (
+            "/api/inbox/{item_id}/answer",
+            "POST",
+            {"path_parameters": {"item_id": approval}, "body": answer},
+        ),
+        ("/api/inbox/{item_id}/dismiss", "POST", {"path_parameters": {"item_id": notice}}),
+        ("/api/inbox/{item_id}/dismiss", "POST", {"path_parameters": {"item_id": notice}}),
         (
             "/api/sessions/{session_id}",
             "GET",
@@ -108,4 +129,19 @@ def test_operations_on_real_rows_answer_as_the_schema_says(caller: Tenancy) -> N
         case = schema[path][method].Case(media_type="application/json", **parts)
         response = case.call_and_validate(headers=auth(caller), checks=CHECKS)
         statuses.append(response.status_code)
-    assert statuses == [200, 200, 200, 200, 200, 200, 200, 200, 409, 201, 409, 200, 200, 204]
+    assert statuses == [200, 200, 409, 200, 409] + [
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        409,
+        201,
+        409,
+        200,
+        200,
+        204,
+    ]

@@ -15,7 +15,9 @@ from rich.console import Console
 from vance.chat import ChatClient, ChatOptions
 from vance.config import Config
 from vance.fingerprint import Fingerprint
+from vance.inbox import answer_from_text, answered_text
 from vance.lines import LineRouter
+from vance.slash import run_slash_command
 
 
 class FakeSocket:
@@ -167,7 +169,8 @@ async def test_the_same_tool_call_is_not_answered_twice(client):
 
 async def test_inbox_items_notifications_and_task_trees_show_inline(client):
     chat, output, _ = client()
-    chat._dispatch(event(1, "inbox-item", item={"id": "inb_3", "question": "Use 2024 data?"}))
+    item = {"id": "inb_3", "kind": "QUESTION", "title": "Use 2024 data?", "status": "OPEN"}
+    chat._dispatch(event(1, "inbox-item", item={**item, "options": ["yes", "no"]}))
     chat._dispatch(event(2, "notification", text="tp_4 finished", level="info"))
     tree = {
         "title": "review",
@@ -178,6 +181,7 @@ async def test_inbox_items_notifications_and_task_trees_show_inline(client):
     chat._dispatch(event(4, "process-status", processId="tp_4", status="PAUSED"))
     text = output.getvalue()
     assert "Use 2024 data?" in text
+    assert "options: yes | no" in text
     assert "/answer inb_3" in text
     assert "tp_4 finished" in text
     assert "review" in text
@@ -241,3 +245,65 @@ async def test_a_resume_shows_only_the_missed_events_it_has_not_shown(client):
     assert "reconnected, 3 events since seq 2" in text
     assert chat.memory.recall() is not None
     assert chat.memory.recall().last_seq == 4  # type: ignore[union-attr]
+
+
+ITEM = {
+    "id": "inb_3",
+    "kind": "APPROVAL",
+    "title": "Deploy?",
+    "body": "",
+    "options": [],
+    "status": "OPEN",
+    "originProcessId": "tp_4",
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "item", "answer"),
+    [
+        ("approve", ITEM, {"decision": "approve"}),
+        ("Reject  not today", ITEM, {"decision": "reject", "comment": "not today"}),
+        ("maybe", ITEM, {"decision": "maybe"}),
+        ("approve looks fine", None, {"decision": "approve", "comment": "looks fine"}),
+        ("2024", {**ITEM, "kind": "QUESTION", "options": ["2023", "2024"]}, {"choice": "2024"}),
+        ("approve", {**ITEM, "kind": "QUESTION", "options": []}, {"text": "approve"}),
+        ("the last one", None, {"text": "the last one"}),
+    ],
+)
+def test_a_typed_answer_becomes_the_answer_object_its_item_takes(text, item, answer):
+    assert answer_from_text(text, item) == answer
+
+
+async def test_slash_answer_sends_the_answer_its_item_takes_and_says_where_it_went(client):
+    chat, output, socket = client()
+    chat._dispatch(event(1, "inbox-item", item=ITEM))
+    # when
+    running = asyncio.create_task(run_slash_command(chat, "/answer inb_3 approve ship it"))
+    await asyncio.sleep(0.01)
+    [sent] = socket.sent
+    answered = {**ITEM, "status": "ANSWERED", "originDelivered": True}
+    chat._dispatch(
+        {
+            "type": "inbox-answered",
+            "replyTo": sent["id"],
+            "data": {"item": answered, "delivered": True},
+        }
+    )
+    await running
+    # then
+    assert sent["type"] == "inbox-answer"
+    assert sent["data"] == {
+        "itemId": "inb_3",
+        "answer": {"decision": "approve", "comment": "ship it"},
+    }
+    assert "answered inb_3; tp_4 has it" in output.getvalue()
+    # and the item's change shows as one line
+    chat._dispatch(event(2, "inbox-item", item=answered))
+    assert "inbox inb_3 ANSWERED: Deploy?" in output.getvalue()
+
+
+async def test_an_answer_that_reached_no_process_says_why(client):
+    chat, output, _ = client()
+    item = {**ITEM, "status": "ANSWERED", "originDelivered": False, "originNote": "tp_4 is CLOSED"}
+    chat.printer.line(answered_text({"item": item, "delivered": False}))
+    assert "answered inb_3, but not delivered: tp_4 is CLOSED" in output.getvalue()

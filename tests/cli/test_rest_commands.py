@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, post_inbox_item
 
 FINGERPRINT = {"machineId": "rest-test-machine", "workingDir": "/srv/rest"}
 
@@ -106,16 +106,71 @@ def test_engines_and_recipes_are_tables(config_dir: Path):
     assert "ford" in recipes.stdout
 
 
-def test_runs_and_inbox_say_they_are_not_available_yet(config_dir: Path):
+def test_runs_say_they_are_not_available_yet(config_dir: Path):
     runs = run_vance(config_dir, "runs", "--engine", "tp_1")
     assert runs.returncode == 1
     assert "Run logs are not available on this Brain yet." in runs.stderr
-    inbox = run_vance(config_dir, "inbox")
-    assert inbox.returncode == 1
-    assert "Inbox items are not available on this Brain yet." in inbox.stderr
-    answer = run_vance(config_dir, "inbox", "answer", "inb_1", "yes")
-    assert answer.returncode == 1
-    assert "not available on this Brain yet" in answer.stderr
+
+
+def test_inbox_lists_answers_and_dismisses_items(brain, config_dir: Path):
+    running, token, _ = brain
+    client = running.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        chat = created["data"]["chatProcessId"]
+        approval = post_inbox_item(running.env, chat, "APPROVAL", "Deploy now?")
+        question = post_inbox_item(
+            running.env, chat, "QUESTION", "Which year?", "", ["2023", "2024"]
+        )
+        report = post_inbox_item(running.env, chat, "OUTPUT_TEXT", "Report ready")
+        # when / then: the OPEN items, as a table
+        listed = run_vance(config_dir, "inbox")
+        assert listed.returncode == 0, listed.stderr
+        for item_id, title in [
+            (approval, "Deploy now?"),
+            (question, "Which year?"),
+            (report, "Report ready"),
+        ]:
+            assert item_id in listed.stdout
+            assert title in listed.stdout
+        assert "2023 | 2024" in listed.stdout
+        # answers typed as words: a decision with a comment, an option
+        approved = run_vance(config_dir, "inbox", "answer", approval, "approve ship it")
+        assert approved.returncode == 0, approved.stderr
+        assert f"answered {approval}; {chat} has it" in " ".join(approved.stdout.split())
+        chose = run_vance(config_dir, "inbox", "answer", question, "2024")
+        assert chose.returncode == 0, chose.stderr
+        dismissed = run_vance(config_dir, "inbox", "dismiss", report)
+        assert dismissed.stdout.strip() == f"Dismissed {report}."
+        reply = client.event("chat-message", role="assistant")
+        assert reply["data"]["text"] == f"echo: [inbox answer {approval}]\napprove: ship it"
+        answered = run_vance(config_dir, "inbox", "--status", "answered")
+        assert "decision: approve, comment: ship it" in answered.stdout
+        assert "choice: 2024" in answered.stdout
+        assert report not in answered.stdout
+        # a second answer: exit 1 and why
+        again = run_vance(config_dir, "inbox", "answer", approval, "reject")
+        assert again.returncode == 1
+        message = " ".join(again.stderr.split())
+        assert (
+            f"Refused (409 conflict): cannot answer inbox item {approval}: it is ANSWERED"
+            in message
+        )
+        assert "vance inbox --status all" in message
+        # a wrong answer: the Brain names the field
+        wrong = run_vance(config_dir, "inbox", "answer", question, "")
+        assert wrong.returncode == 1
+    finally:
+        client.close()
+
+
+def test_an_unknown_inbox_item_is_a_clear_404(config_dir: Path):
+    done = run_vance(config_dir, "inbox", "answer", "inb_99999", "approve")
+    assert done.returncode == 1
+    assert "Not found (404): inbox item inb_99999 not found" in done.stderr
 
 
 def test_a_refused_token_is_not_stored_and_says_to_log_in_again(brain, tmp_path: Path):

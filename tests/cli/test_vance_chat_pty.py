@@ -141,14 +141,14 @@ TOOL_SCRIPT = """\
 """
 
 
-def create_tool_recipe(brain: Brain, token: str) -> None:
-    """A chat recipe whose engine (frankie) may call the CLI's file tools."""
+def create_recipe(brain: Brain, token: str, name: str, tools: list[str]) -> None:
+    """A chat recipe whose engine (frankie) may call these tools."""
     body = {
-        "name": "cli-files",
+        "name": name,
         "engine": "frankie",
         "scope": "project",
         "projectId": "proj_default",
-        "allowedToolsAdd": ["list_files", "read_file", "write_file"],
+        "allowedToolsAdd": tools,
     }
     request = urllib.request.Request(
         f"{brain.url}/api/recipes",
@@ -169,7 +169,7 @@ def test_chat_answers_the_brains_list_files_call_from_the_working_directory(
     brain = Brain({**env, "VANCETOPE_LLM_SCRIPT": str(script)}, port)
     chat: Terminal | None = None
     try:
-        create_tool_recipe(brain, token)
+        create_recipe(brain, token, "cli-files", ["list_files", "read_file", "write_file"])
         login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
         chat = vance(config_dir, "chat", "--recipe", "cli-files", cwd=work)
         chat.expect(r"new session (sess_\d+)")
@@ -248,6 +248,60 @@ def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, t
         chat.expect(rf"/stop {process_id}, or /reset {process_id}")
         chat.send_line(f"/resume {process_id}")
         chat.expect(rf"{process_id}: IDLE")
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+    finally:
+        if chat is not None:
+            chat.close()
+        brain.stop()
+
+
+INBOX_SCRIPT = """\
+- match: "ask me first"
+  tool_calls:
+    - name: inbox_post
+      arguments: {kind: APPROVAL, title: "Deploy now?", body: "All tests pass."}
+  times: 1
+"""
+
+
+def test_an_inbox_item_shows_inline_and_is_answered_with_slash_answer(setup: Setup, tmp_path: Path):
+    env, token, port, config_dir, work = setup
+    script = tmp_path / "script.yaml"
+    script.write_text(INBOX_SCRIPT)
+    brain = Brain({**env, "VANCETOPE_LLM_SCRIPT": str(script)}, port)
+    chat: Terminal | None = None
+    try:
+        create_recipe(brain, token, "cli-asks", ["inbox_post"])
+        login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
+        chat = vance(config_dir, "chat", "--recipe", "cli-asks", cwd=work)
+        chat_process = chat.expect(r"new session sess_\d+  chat process (tp_\d+)").group(1)
+        # when the chat's process posts an approval with inbox_post
+        chat.send_line("ask me first")
+        # then it shows inline, with how to answer it
+        item_id = chat.expect(rf"inbox (inb_\d+) · APPROVAL · from {chat_process}").group(1)
+        chat.expect("Deploy now?")
+        chat.expect(rf"answer with: /answer {item_id} approve\|reject \[comment\]")
+        chat.expect(r"brain › echo: ask me first")
+        # when it is answered from the chat
+        chat.send_line(f"/answer {item_id} approve ship it")
+        # then the reply says it reached the process, the item's change shows (in any order),
+        # and the process read it as an inbox answer
+        sent = chat.position
+        ends = []
+        for shown in (
+            rf"answered {item_id}; {chat_process} has it",
+            rf"inbox {item_id} ANSWERED: Deploy now\?",
+            rf"brain › echo: \[inbox answer {item_id}\]\napprove: ship it",
+        ):
+            chat.position = sent
+            ends.append(chat.expect(shown).end())
+        chat.position = max(ends)
+        # and a second answer is refused, saying why
+        chat.send_line(f"/answer {item_id} reject")
+        chat.expect(rf"\[409\] conflict: cannot answer inbox item {item_id}: it is ANSWERED")
+        chat.send_line("/inbox")
+        chat.expect("no OPEN inbox items")
         chat.send_line("/quit")
         assert chat.wait() == 0
     finally:

@@ -45,10 +45,38 @@ def bootstrap(env: dict[str, str]) -> str:
     return token_file.read_text().strip()
 
 
+def post_inbox_item(
+    env: dict[str, str],
+    process_id: str,
+    kind: str,
+    title: str,
+    body: str = "",
+    options: list[str] | None = None,
+) -> str:
+    """An inbox item posted by the process, as its engine would, from a separate OS process
+    on the Brain's database (the Brain's sockets see its event with the next one); its id."""
+    code = (
+        "from inbox.services import post_item; from processes.models import ThinkProcess; "
+        f"p = ThinkProcess.objects.select_related('session').get(pk={process_id[3:]}); "
+        f"print(post_item(p, {kind!r}, {title!r}, {body!r}, {options!r}).public_id)"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
 class Service:
     """An OS process with its output in a log file, stopped with SIGTERM."""
 
     def __init__(self, name: str, args: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.log_path = Path(env["VANCETOPE_VAR_DIR"]) / f"{name}.log"
         self._log = self.log_path.open("ab")
         self.process = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self._log, stderr=self._log)

@@ -9,12 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
+from inbox.models import InboxItem
+from inbox.services import do_answer
 from processes.actions import steer
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import Session, SessionEvent
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy, wait_until
+from tests.tools.conftest import project_recipe
 from vancetope.llm.factory import reset_provider_cache
 
 
@@ -108,8 +111,8 @@ def test_arthur_starts_marvin_whose_two_workers_report_and_tells_the_person(alic
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_workers_question_reaches_the_person_and_the_answer_goes_back_to_it(alice, script):
-    # given marvin started with a question in its tasks
+def test_a_workers_question_becomes_an_inbox_question_whose_answer_goes_back_to_it(alice, script):
+    # given marvin started by arthur with a question in its tasks
     script(
         [
             {
@@ -143,15 +146,59 @@ def test_a_workers_question_reaches_the_person_and_the_answer_goes_back_to_it(al
     )
     session = arthur_session(alice)
     steer.send_chat(session.pk, "chart the rings")
-    # when marvin blocks on its question, arthur asks the person
-    question = wait_until(
-        lambda: next((t for t in said(session, "assistant") if "Which colour?" in t), None)
-    )
+    # when marvin blocks on its question, arthur posts it as a QUESTION item and says so
+    item = wait_until(lambda: InboxItem.objects.filter(kind="QUESTION").first())
     [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
-    assert question.startswith(f"{marvin.public_id} asks: Which colour?")
+    assert (item.body, item.origin_process_id) == ("Which colour?", session.chat_process_id)
+    wait_until(lambda: any(item.public_id in text for text in said(session, "assistant")))
     # and the person's answer goes back to marvin, which finishes, and arthur says so
-    steer.send_chat(session.pk, "blue")
+    answered = do_answer(alice.user, item.public_id, {"text": "blue"})
+    assert answered.delivered
     wait_until(lambda: "Done: a blue chart." in said(session, "assistant"), timeout=20)
     done = ThinkProcess.objects.get(pk=marvin.pk)
     assert done.close_reason == CloseReason.DONE
     assert done.engine_state["tree"]["nodes"][1]["result"] == "blue"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_the_inbox_a_workers_question_is_asked_in_the_chat(alice, script):
+    # given an arthur recipe without inbox_post, and marvin started with a question
+    project_recipe(alice, "arthur-plain", engine="arthur", allowed_tools_remove=["inbox_post"])
+    script(
+        [
+            {
+                "engine": "arthur",
+                "match": "^ask me$",
+                "times": 1,
+                "tool_calls": [
+                    {
+                        "name": "process_create",
+                        "arguments": {
+                            "recipe": "deep-think",
+                            "goal": "ask me",
+                            "params": {
+                                "tasks": [{"kind": "USER_INPUT", "title": "Q", "goal": "Why?"}]
+                            },
+                        },
+                    }
+                ],
+            },
+            {"engine": "arthur", "match": "^ask me$", "reply": "Asking."},
+            {"engine": "arthur", "match": r"^\[report from", "reply": "It is done."},
+        ]
+    )
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m-1"),
+        recipe="arthur-plain",
+    )
+    steer.send_chat(session.pk, "ask me")
+    # then the question is asked in the chat, and the person's next message answers it
+    wait_until(lambda: any(t.endswith("asks: Why?") for t in said(session, "assistant")))
+    steer.send_chat(session.pk, "because")
+    wait_until(lambda: "It is done." in said(session, "assistant"), timeout=20)
+    [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
+    assert marvin.engine_state["tree"]["nodes"][1]["result"] == "because"
+    assert not InboxItem.objects.exists()

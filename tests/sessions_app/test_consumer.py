@@ -192,7 +192,7 @@ async def test_cross_site_origin_is_rejected(alice):
         ({"type": "warp-drive", "data": {}}, 400, "unknown-type", "unknown message type"),
         ([1, 2, 3], 400, "bad-request", "must be a JSON object"),
         ({"type": "process-steer", "data": {"processId": "tp_1"}}, 400, "invalid", "data.message"),
-        ({"type": "inbox-list"}, 400, "bad-request", "the inbox"),
+        ({"type": "inbox-answer", "data": {"itemId": "inb_1"}}, 400, "invalid", "data.answer"),
     ],
 )
 async def test_bad_frames_get_a_precise_error_and_the_socket_stays_open(

@@ -66,7 +66,8 @@ def test_sweeps_are_periodic_tasks_editable_in_the_admin():
     migration = importlib.import_module("sessions_app.migrations.0003_periodic_sweeps")
     migration.create_sweeps(django_apps, None)
     migration.create_sweeps(django_apps, None)
-    assert PeriodicTask.objects.filter(name__startswith="vancetope:").count() == 2
+    names = [name for name, _, _ in migration.SWEEPS]
+    assert PeriodicTask.objects.filter(name__in=names).count() == 2
     tasks = dict(PeriodicTask.objects.values_list("task", "interval__every"))
     assert tasks["sessions_app.sweep_idle_sessions"] == 60
     assert tasks["processes.sweep_lanes"] == 10

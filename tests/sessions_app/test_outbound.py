@@ -8,8 +8,11 @@ import typing
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from pydantic import ValidationError
 
+from inbox.models import InboxKind, InboxStatus
+from inbox.services import post_item
 from processes.lane.driver import _failure_notice
 from processes.models import ThinkProcess
 from processes.transitions import status_event
@@ -21,7 +24,8 @@ from tests.conftest import open_session
 from tests.sessions_app.test_consumer import FINGERPRINT, bearer, connect
 from vancetope.llm.scripted import ScriptedProvider
 
-# PROTOCOL.md, "Events" of the first stage, and the reply types of its request table.
+# PROTOCOL.md, "Events" of the first stage, the reply types of its request table, and the
+# second stage's inbox replies.
 PROTOCOL_EVENTS = [
     "process-status",
     "chat-delta",
@@ -51,10 +55,8 @@ PROTOCOL_REPLIES = [
     "recipes",
     "inbox",
     "inbox-answered",
+    "inbox-dismissed",
 ]
-# Named by PROTOCOL.md, served by the inbox, which is not built yet (see inbound's
-# NOT_YET_AVAILABLE): no model until then.
-NOT_YET_BUILT = {"inbox-item", "inbox", "inbox-answered"}
 
 SHELL_RUN = {
     "name": "run_shell",
@@ -99,11 +101,11 @@ class Recording:
 
 
 def test_the_event_models_are_the_events_protocol_md_names():
-    assert set(out.EVENT_MODELS) == set(PROTOCOL_EVENTS) - NOT_YET_BUILT
+    assert set(out.EVENT_MODELS) == set(PROTOCOL_EVENTS)
 
 
 def test_the_reply_models_are_the_replies_protocol_md_names():
-    assert reply_types() == set(PROTOCOL_REPLIES) - NOT_YET_BUILT
+    assert reply_types() == set(PROTOCOL_REPLIES)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -152,6 +154,11 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     await client.request("process-get", {"processId": worker_id})
     await client.request("thinkengines-list")
     await client.request("recipes-list")
+    approval = await post_for(worker_id, "APPROVAL")
+    notice = await post_for(worker_id, "OUTPUT_TEXT")
+    await client.request("inbox-list")
+    await client.request("inbox-answer", {"itemId": approval, "answer": {"decision": "approve"}})
+    await client.request("inbox-dismiss", {"itemId": notice})
     await client.request("chat", {})
     second = await connect(bearer(alice))
     second.ws = Recording(second.ws)
@@ -167,7 +174,7 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     sent_types = {model.type for model in models}
     assert sent_types - {"event"} == reply_types() | {"error"}
     events = {model.event for model in models if model.type == "event"}
-    assert events >= {"process-status", "chat-delta", "chat-message", "tool-call"}
+    assert events >= {"process-status", "chat-delta", "chat-message", "tool-call", "inbox-item"}
     assert "session-status" in events
     closed = [
         m
@@ -175,6 +182,14 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
         if m.type == "event" and m.event == "process-status" and m.data.closeReason
     ]
     assert closed[0].data.closeReason == "STOPPED"
+
+
+@database_sync_to_async
+def post_for(process_id: str, kind: str) -> str:
+    process = ThinkProcess.objects.select_related("session").get(
+        pk=int(process_id.removeprefix("tp_"))
+    )
+    return post_item(process, kind, f"a {kind.lower()}", "").public_id
 
 
 def stored_frames(session: Session, after: int = 0) -> list[dict[str, Any]]:
@@ -198,6 +213,43 @@ def test_task_tree_and_notification_events_are_built_from_their_models(alice):
         round_trip(frame)
     assert frames[0]["data"] == {"text": "disk almost full", "level": "warning"}
     assert frames[1]["data"]["tree"]["nodes"][0]["parentId"] is None
+
+
+def test_an_inbox_item_event_carries_the_whole_item_as_its_model_gives_it(alice):
+    # given a session and its chat process, which posts an item
+    session = open_session(alice)
+    origin = ThinkProcess.objects.select_related("session").get(pk=session.chat_process_id)
+    before = Session.objects.get(pk=session.pk).last_seq
+    # when
+    item = post_item(origin, "QUESTION", "Which year?", "For the *report*.", ["2023", "2024"])
+    # then the stored frame is the model's, every field of the item there, nulls included
+    [frame] = stored_frames(session, after=before)
+    round_trip(frame)
+    assert frame["event"] == "inbox-item"
+    assert frame["data"]["item"] == {
+        "id": item.public_id,
+        "kind": "QUESTION",
+        "title": "Which year?",
+        "body": "For the *report*.",
+        "options": ["2023", "2024"],
+        "status": "OPEN",
+        "answer": None,
+        "answeredBy": None,
+        "answeredAt": None,
+        "expiresAt": None,
+        "defaultAction": None,
+        "originProcessId": origin.public_id,
+        "originDelivered": None,
+        "originNote": None,
+        "projectId": alice.project_id,
+        "createdAt": frame["data"]["item"]["createdAt"],
+    }
+
+
+def test_the_inbox_kinds_and_statuses_of_the_protocol_are_the_models():
+    item_fields = out.InboxItemObject.model_fields
+    assert set(typing.get_args(item_fields["kind"].annotation)) == set(InboxKind.values)
+    assert set(typing.get_args(item_fields["status"].annotation)) == set(InboxStatus.values)
 
 
 def test_a_process_status_carries_close_reason_and_drift_only_when_set(alice):
@@ -231,12 +283,12 @@ def test_an_event_without_a_model_is_refused_and_nothing_is_stored(alice):
     session = open_session(alice)
     before = Session.objects.get(pk=session.pk).last_seq
     # when
-    with pytest.raises(out.UnknownEvent, match="inbox-item"):
+    with pytest.raises(out.UnknownEvent, match="space-state"):
         emit_events(
             session.pk,
             [
                 out.event(out.ChatDeltaEvent(processId="tp_1", text="a")),
-                ("inbox-item", {"item": {}}),
+                ("space-state", {"space": {}}),
             ],
         )
     # then
@@ -276,8 +328,12 @@ def test_a_kernel_event_is_checked_against_its_model(alice):
             {"type": "session-exploded", "replyTo": "c1", "data": {}}, id="unknown reply type"
         ),
         pytest.param(
-            {"type": "event", "seq": 1, "event": "inbox-item", "data": {"item": {}}},
+            {"type": "event", "seq": 1, "event": "space-state", "data": {"space": {}}},
             id="unknown event name",
+        ),
+        pytest.param(
+            {"type": "event", "seq": 1, "event": "inbox-item", "data": {"item": {"id": "inb_1"}}},
+            id="an inbox item without its fields",
         ),
         pytest.param(
             {"type": "event", "seq": 1, "event": "session-status", "data": {"status": "GONE"}},

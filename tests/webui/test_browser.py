@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port, post_inbox_item
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -263,3 +263,30 @@ def test_the_admin_process_page_shows_the_inspector_fields(page):
     expect(page.locator("body")).to_contain_text("Recent session events (newest 20)")
     expect(page.locator("table.session-events")).to_contain_text("process-status")
     screenshot(page, "admin-process-desktop")
+
+
+def test_an_approval_is_answered_on_the_inbox_page_and_reaches_the_chat(page, brain):
+    # given: a chat open in interactive mode, whose process asks for an approval
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    item_id = post_inbox_item(brain.env, chat, "APPROVAL", "Deploy?", "All **tests** pass.")
+    inbox = page.context.new_page()
+    try:
+        # when: the inbox page (a second tab, so the chat's session stays open) approves it
+        inbox.goto("/inbox/")
+        card = inbox.locator(f"li[data-item='{item_id}']")
+        expect(card).to_contain_text("Deploy?")
+        expect(card.get_by_role("link", name=chat)).to_be_visible()
+        screenshot(inbox, "inbox-desktop")
+        at_width(inbox, PHONE, "inbox-phone")
+        card.get_by_label("Comment (optional)").fill("ship it")
+        card.get_by_role("button", name="Approve").click()
+        # then: the answer is stored and delivered, the item leaves the OPEN list
+        expect(inbox.locator("ul.flash")).to_contain_text(f"{item_id} answered.")
+        expect(inbox.locator(f"li[data-item='{item_id}']")).to_have_count(0)
+        # and the chat's process read it as an inbox answer and replied to it
+        expect(page.locator("#chat-log")).to_contain_text("approve: ship it")
+        expect(page.locator("#events")).to_contain_text(f"inbox {item_id} ANSWERED")
+    finally:
+        inbox.close()

@@ -9,9 +9,11 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import reverse
 
+from inbox.models import InboxItem
+from inbox.services import dismiss_item, do_answer, post_item
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import send_chat
-from processes.models import ConversationMessage, ThinkProcess
+from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy, wait_until
@@ -41,7 +43,7 @@ def listed(response: Any) -> list[str]:
 # --- login ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/", "/processes/tp_1", "/interactive/"])
+@pytest.mark.parametrize("path", ["/", "/processes/tp_1", "/interactive/", "/inbox/"])
 def test_every_page_sends_a_visitor_who_is_not_logged_in_to_the_login_page(db, path):
     response = Client().get(path)
     assert response.status_code == 302
@@ -135,7 +137,7 @@ def test_process_page_shows_the_conversation_and_the_task_tree(alice):
     assert "&quot;title&quot;: &quot;plan the trip&quot;" in page
     assert f'href="/interactive/?process=tp_{chat_id}"' in page
     assert f'data-api="/api/runs?process=tp_{chat_id}"' in page
-    assert 'data-api="/api/inbox"' in page
+    assert f'data-api="/api/inbox?process=tp_{chat_id}"' in page
 
 
 def test_process_page_without_a_task_tree_says_it_has_none(alice):
@@ -173,12 +175,119 @@ def test_interactive_page_offers_the_users_projects_and_the_process_to_focus(ali
     assert "webui/interactive.js" in page
 
 
-def test_interactive_page_shows_inbox_answers_and_workflow_start_as_not_available(alice):
+def test_interactive_page_links_the_inbox_and_shows_workflow_start_as_not_available(alice):
     page = logged_in(alice).get(reverse("webui:interactive")).content.decode()
+    assert f'href="{reverse("webui:inbox")}" id="inbox-link"' in page
     assert "<fieldset disabled" in page
-    assert "Answer inbox item" in page
     assert "Start a workflow" in page
     assert "does not have yet" in page
+
+
+# --- inbox ---------------------------------------------------------------------------------------
+
+
+def origin_of(tenancy: Tenancy) -> ThinkProcess:
+    session = open_session(tenancy)
+    assert session.chat_process_id is not None
+    return ThinkProcess.objects.select_related("session").get(pk=session.chat_process_id)
+
+
+def test_inbox_page_lists_the_users_open_items_with_a_form_for_each_kind(alice, bob):
+    origin = origin_of(alice)
+    approval = post_item(origin, "APPROVAL", "Deploy to production?", "Tests **pass**.")
+    question = post_item(origin, "QUESTION", "Which year?", "", ["2023", "2024"])
+    report = post_item(origin, "OUTPUT_TEXT", "Report ready", "Findings…")
+    answered = post_item(origin, "APPROVAL", "Old question", "")
+    do_answer(alice.user, answered.public_id, {"decision": "approve"})
+    bobs = post_item(origin_of(bob), "APPROVAL", "Bob's secret", "")
+    # when
+    response = logged_in(alice).get(reverse("webui:inbox"))
+    # then
+    assert response.status_code == 200
+    shown = [item["id"] for item in response.context["items"]]
+    assert shown == [report.public_id, question.public_id, approval.public_id]
+    page = response.content.decode()
+    assert bobs.title not in page
+    assert answered.title not in page
+    assert f'action="/inbox/{approval.public_id}/answer"' in page
+    assert 'name="decision" value="approve"' in page
+    assert '<option value="2024">2024</option>' in page
+    assert f'action="/inbox/{report.public_id}/dismiss"' in page
+    assert f'href="/processes/{origin.public_id}"' in page
+    assert "Tests **pass**." in page
+
+
+def test_approving_on_the_inbox_page_answers_the_item_and_its_process_gets_it(alice):
+    origin = origin_of(alice)
+    item = post_item(origin, "APPROVAL", "Deploy?", "")
+    client = logged_in(alice)
+    # when
+    response = client.post(
+        reverse("webui:inbox-answer", args=[item.public_id]),
+        {"decision": "approve", "comment": "go"},
+        follow=True,
+    )
+    # then
+    assert response.status_code == 200
+    assert f"{item.public_id} answered." in response.content.decode()
+    stored = InboxItem.objects.get(pk=item.pk)
+    assert (stored.status, stored.answer) == ("ANSWERED", {"decision": "approve", "comment": "go"})
+    [pending] = PendingMessage.objects.filter(process=origin, kind=PendingKind.INBOX_ANSWER)
+    assert pending.payload["text"] == "approve: go"
+    listing = client.get(reverse("webui:inbox"), {"status": "ANSWERED"}).content.decode()
+    assert "decision: approve" in listing
+
+
+def test_a_question_is_answered_with_its_choice_or_in_words_and_a_blank_answer_is_refused(alice):
+    origin = origin_of(alice)
+    chosen = post_item(origin, "QUESTION", "Which year?", "", ["2023", "2024"])
+    worded = post_item(origin, "QUESTION", "Why?", "")
+    client = logged_in(alice)
+    # when
+    client.post(reverse("webui:inbox-answer", args=[chosen.public_id]), {"choice": "2024"})
+    refused = client.post(
+        reverse("webui:inbox-answer", args=[worded.public_id]), {"text": "  "}, follow=True
+    )
+    client.post(reverse("webui:inbox-answer", args=[worded.public_id]), {"text": "because"})
+    # then
+    assert InboxItem.objects.get(pk=chosen.pk).answer == {"choice": "2024"}
+    assert "answer.text:" in refused.content.decode()
+    assert InboxItem.objects.get(pk=worded.pk).answer == {"text": "because"}
+
+
+def test_dismissing_on_the_inbox_page_and_a_second_time_says_why_not(alice):
+    item = post_item(origin_of(alice), "OUTPUT_TEXT", "Report", "")
+    client = logged_in(alice)
+    url = reverse("webui:inbox-dismiss", args=[item.public_id])
+    assert f"{item.public_id} dismissed." in client.post(url, follow=True).content.decode()
+    again = client.post(url, follow=True).content.decode()
+    assert "it is DISMISSED" in again
+
+
+def test_another_users_item_is_a_404_on_the_inbox_page_and_stays_open(alice, bob):
+    item = post_item(origin_of(bob), "APPROVAL", "Bob's", "")
+    client = logged_in(alice)
+    answer = client.post(
+        reverse("webui:inbox-answer", args=[item.public_id]), {"decision": "approve"}
+    )
+    dismiss = client.post(reverse("webui:inbox-dismiss", args=[item.public_id]))
+    assert (answer.status_code, dismiss.status_code) == (404, 404)
+    assert InboxItem.objects.get(pk=item.pk).status == "OPEN"
+    assert client.get(reverse("webui:inbox-answer", args=[item.public_id])).status_code == 405
+
+
+def test_inbox_page_filters_by_status_and_refuses_an_unknown_one(alice):
+    origin = origin_of(alice)
+    item = post_item(origin, "OUTPUT_TEXT", "Report", "")
+    dismiss_item(alice.user, item.public_id)
+    client = logged_in(alice)
+    assert client.get(reverse("webui:inbox")).context["items"] == []
+    assert "No OPEN items." in client.get(reverse("webui:inbox")).content.decode()
+    everything = client.get(reverse("webui:inbox"), {"status": "all"})
+    assert [row["id"] for row in everything.context["items"]] == [item.public_id]
+    unknown = client.get(reverse("webui:inbox"), {"status": "LOST"})
+    assert unknown.status_code == 400
+    assert "status: must be one of" in unknown.content.decode()
 
 
 @pytest.mark.parametrize("asset", ["webui.css", "dashboard.js", "interactive.js"])

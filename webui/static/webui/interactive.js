@@ -187,6 +187,14 @@
       case "session-status":
         logEvent("session " + data.status);
         break;
+      case "inbox-item": {
+        // Answered on the inbox page (a link in this panel); here it is news.
+        const item = data.item || {};
+        logEvent("inbox " + item.id + " " + item.status + ": " + item.title);
+        const news = document.getElementById("inbox-news");
+        if (news && item.status === "OPEN") news.textContent = "new: " + item.id + " " + item.title;
+        break;
+      }
       case "tool-call":
         // The web client brings no local tools; say so instead of leaving the lane waiting.
         send("tool-result", { callId: data.callId, ok: false, error: "the web client has no local tools" });

@@ -1,0 +1,243 @@
+"""The inbox's domain operations: post an item, answer, dismiss, expire; and what a user sees.
+
+An answer goes to the process that posted the item as an INBOX_ANSWER pending message (which
+wakes it), exactly once: only the caller whose compare-and-swap moved the item out of OPEN
+delivers it, in the same transaction. An item outlives its process: an answer to an item whose
+process is CLOSED or gone is stored with `origin_delivered=False` and the reason; nothing waits
+for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from inbox import transitions
+from inbox.answers import SHAPES, checked_answer, field_error, rendered
+from inbox.models import InboxItem, InboxKind, InboxStatus
+from inbox.transitions import InboxCall
+from processes.actions.pending import deliver
+from processes.models import PendingKind, ThinkProcess
+from vancetope.errors import Conflict, NotFound
+from vancetope.ids import parse_public_id
+
+TITLE_MAX = 200
+# Items one expiry sweep handles; the next sweep takes the rest.
+EXPIRE_BATCH = 500
+EXPIRED_UNANSWERED = "expired with no answer"
+
+
+@dataclass(frozen=True)
+class Answered:
+    item: InboxItem
+    # Whether the answer reached the origin process (else item.origin_note says why).
+    delivered: bool
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def visible_items(user: Any) -> QuerySet[InboxItem]:
+    """The user's own items (another user's, in any tenant, are never seen)."""
+    if not user.is_authenticated:
+        return InboxItem.objects.none()
+    return InboxItem.objects.filter(user=user).select_related("project", "answered_by")
+
+
+def get_visible_item(user: Any, item_id: str) -> InboxItem:
+    pk = parse_public_id("inb", item_id, "inbox item")
+    item = visible_items(user).filter(pk=pk).first()
+    if item is None:
+        raise NotFound(f"inbox item inb_{pk} not found")
+    return item
+
+
+def filtered_items(
+    user: Any, *, status: str | None = None, kind: str | None = None, process: str | None = None
+) -> QuerySet[InboxItem]:
+    """The user's items, newest first, by status, kind and origin process (tp_N, also one
+    whose row is gone); a value that names none of them is a 400."""
+    rows = visible_items(user)
+    if status:
+        if status not in InboxStatus.values:
+            raise field_error("status", f"must be one of {', '.join(InboxStatus.values)}")
+        rows = rows.filter(status=status)
+    if kind:
+        if kind not in InboxKind.values:
+            raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}")
+        rows = rows.filter(kind=kind)
+    if process:
+        try:
+            pk = parse_public_id("tp", process, "process")
+        except NotFound as exc:
+            raise field_error(
+                "process", f"must be a process id like tp_12, not {process!r}"
+            ) from exc
+        rows = rows.filter(origin_public_id=f"tp_{pk}")
+    return rows.order_by("-pk")
+
+
+# --- posting -------------------------------------------------------------------------------------
+
+
+def post_item(
+    process: ThinkProcess,
+    kind: str,
+    title: str,
+    body: str,
+    options: list[str] | None = None,
+    expires_at: datetime | None = None,
+    default_action: dict[str, Any] | None = None,
+) -> InboxItem:
+    """A new OPEN item of the process's session's owner, announced to their open sessions.
+    A kind, title, option or default action that does not fit is a 400 naming it."""
+    if kind not in InboxKind.values:
+        raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}, not {kind!r}")
+    title = title.strip()
+    if not title or len(title) > TITLE_MAX:
+        raise field_error("title", f"must be 1 to {TITLE_MAX} characters")
+    options = [str(option) for option in options or []]
+    if options and kind != InboxKind.QUESTION:
+        raise field_error("options", "only a QUESTION has options")
+    if any(not option.strip() for option in options) or len(set(options)) != len(options):
+        raise field_error("options", "must be distinct and not empty")
+    if default_action is not None:
+        if kind not in SHAPES:
+            raise field_error("defaultAction", f"an {kind} item takes no answer")
+        default_action = checked_answer(kind, options, default_action, where="defaultAction")
+    session = process.session
+    item = InboxItem(
+        project_id=session.project_id,
+        user_id=session.owner_id,
+        origin_process=process,
+        origin_public_id=process.public_id,
+        kind=kind,
+        title=title,
+        body=body,
+        options=options,
+        expires_at=expires_at,
+        default_action=default_action,
+    )
+    return transitions.post(item)
+
+
+# --- answering -----------------------------------------------------------------------------------
+
+
+def check_answer(item: InboxItem, answer: Any) -> dict[str, Any]:
+    """The answer as it will be stored: 409 unless the item is OPEN and takes an answer, 400
+    naming the field when its shape does not fit the item's kind."""
+    transitions.check(InboxCall.ANSWER, item)
+    if item.kind not in SHAPES:
+        raise Conflict(
+            f"inbox item {item.public_id} is {item.kind}: there is nothing to answer; dismiss it"
+        )
+    return checked_answer(item.kind, list(item.options or []), answer)
+
+
+def do_answer(user: Any, item_id: str, answer: Any) -> Answered:
+    """Answer one of the user's own items (another's is a 404)."""
+    item = get_visible_item(user, item_id)
+    return answer_item(item, answer, by=user)
+
+
+def answer_item(item: InboxItem, answer: Any, *, by: Any) -> Answered:
+    """Store the answer and deliver it to the origin process, once: a second answer, or one
+    that lost the race to another, is a 409 and changes nothing. The operators' admin answers
+    through here too (any item)."""
+    checked = check_answer(item, answer)
+    text = rendered(item.kind, checked)
+    moved = transitions.apply(
+        item,
+        InboxCall.ANSWER,
+        by=by,
+        changes={"answer": checked, "answered_by": by, "answered_at": timezone.now()},
+        then=_delivering(checked, text),
+        detail=text,
+    )
+    if not moved:
+        now = InboxItem.objects.get(pk=item.pk).status
+        raise Conflict(f"cannot answer inbox item {item.public_id}: it is {now}")
+    return Answered(item, delivered=bool(item.origin_delivered))
+
+
+def _delivering(answer: dict[str, Any], text: str) -> Callable[[InboxItem], dict[str, Any]]:
+    """The delivery of this answer, run by the transition that wins (see transitions.apply)."""
+    return lambda item: _deliver(item, answer, text)
+
+
+def _deliver(item: InboxItem, answer: dict[str, Any], text: str) -> dict[str, Any]:
+    """The answer as an INBOX_ANSWER pending message of the origin process (waking it); the
+    item's changes that say whether it got there."""
+    payload = {"text": text, "itemId": item.public_id, "answer": answer}
+    if item.origin_process_id is not None:
+        if deliver(item.origin_process_id, PendingKind.INBOX_ANSWER, payload) is not None:
+            return {"origin_delivered": True, "origin_note": ""}
+    return {"origin_delivered": False, "origin_note": _why_undelivered(item)}
+
+
+def _why_undelivered(item: InboxItem) -> str:
+    origin = (
+        ThinkProcess.objects.filter(pk=item.origin_process_id or 0)
+        .values("status", "close_reason")
+        .first()
+    )
+    if origin is None:
+        return (
+            f"{item.origin_public_id} no longer exists: the answer is stored, no process reads it"
+        )
+    reason = f" ({origin['close_reason']})" if origin["close_reason"] else ""
+    return (
+        f"{item.origin_public_id} is {origin['status']}{reason}: the answer is stored, "
+        "no process reads it"
+    )
+
+
+# --- dismissing and expiring ---------------------------------------------------------------------
+
+
+def dismiss_item(user: Any, item_id: str) -> InboxItem:
+    """Put one of the user's OPEN items away unanswered; the origin process is not told."""
+    return dismiss(get_visible_item(user, item_id), by=user)
+
+
+def dismiss(item: InboxItem, *, by: Any) -> InboxItem:
+    """Put an OPEN item away (409 otherwise); the admin dismisses any item through here."""
+    if not transitions.apply(item, InboxCall.DISMISS, by=by):
+        now = InboxItem.objects.get(pk=item.pk).status
+        raise Conflict(f"cannot dismiss inbox item {item.public_id}: it is {now}")
+    return item
+
+
+def expire_due_items(now: datetime | None = None) -> int:
+    """Every OPEN item whose `expires_at` has passed goes EXPIRED. One with a default action
+    is answered with it (stored and delivered as an answer); one without tells its process
+    that it expired with no answer, so a process waiting for it does not wait for ever.
+    Returns how many expired."""
+    now = now or timezone.now()
+    due = (
+        InboxItem.objects.filter(status=InboxStatus.OPEN, expires_at__lte=now)
+        .select_related("project", "answered_by")
+        .order_by("expires_at", "pk")[:EXPIRE_BATCH]
+    )
+    expired = 0
+    for item in due:
+        answer = item.default_action
+        if answer:
+            text = f"{rendered(item.kind, answer)} (the default on expiry)"
+            changes = {"answer": answer, "answered_at": now}
+        else:
+            text, changes = EXPIRED_UNANSWERED, {}
+        expired += transitions.apply(
+            item,
+            InboxCall.EXPIRE,
+            changes=changes,
+            then=_delivering(answer or {}, text),
+            detail=text,
+        )
+    return expired

@@ -1,0 +1,161 @@
+"""The objects PROTOCOL.md names (a process, a session, an inbox item, …) as pydantic models,
+and the base every outgoing model shares. The frames that carry them are in `outbound.py`,
+which re-exports these names; the REST views describe their bodies with the same models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from processes.states import CloseReason, Status
+from recipes_app.models import RecipeCategory, RecipeScope
+from sessions_app.models import ClientType, DisconnectPolicy, SessionStatus, SuspendCause
+
+
+class Outgoing(BaseModel):
+    # Every field with a default is still always sent, so the schemas say it is there.
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
+def left_out_if_none() -> Any:
+    """An optional field of an event's data: left out of the data when it is None."""
+    return Field(default=None, exclude_if=_absent_if_none)
+
+
+class Usage(Outgoing):
+    promptTokens: int
+    completionTokens: int
+
+
+class ProcessObject(Outgoing):
+    """A process (processes/presenters.py `process_data`)."""
+
+    id: str
+    sessionId: str
+    parentId: str | None
+    thinkEngine: str
+    engineVersion: str
+    recipe: str
+    goal: str
+    status: Status
+    closeReason: CloseReason | None
+    contextDrift: bool
+    createdAt: str
+    updatedAt: str
+    usage: Usage
+
+
+class ConversationEntry(Outgoing):
+    index: int
+    role: str
+    content: str
+    toolCalls: list[Any]
+    toolCallId: str | None
+    createdAt: str
+
+
+class ProcessDetail(ProcessObject):
+    """A process with its task tree, pending count, last error and conversation
+    (`process_detail`)."""
+
+    taskTree: dict[str, Any] | None
+    pending: int
+    lastError: str | None
+    engineParams: dict[str, Any]
+    conversationLength: int
+    conversation: list[ConversationEntry]
+
+
+class SessionFingerprint(Outgoing):
+    machineId: str
+    workingDir: str
+    userHome: str | None
+    osUser: str | None
+
+
+class SessionObject(Outgoing):
+    """A session (sessions_app/presenters.py `session_data`)."""
+
+    id: str
+    projectId: str
+    clientType: ClientType
+    isHuman: bool
+    system: bool
+    status: SessionStatus
+    suspendCause: SuspendCause | None
+    onDisconnect: DisconnectPolicy
+    onIdle: DisconnectPolicy
+    idleTimeout: int
+    fingerprint: SessionFingerprint
+    chatProcessId: str | None
+    tools: list[str]
+    lastSeq: int
+    createdAt: str
+    lastActivityAt: str
+    closedAt: str | None
+
+
+class EngineDescriptor(Outgoing):
+    """A registered think engine (engines/base.py `describe`)."""
+
+    name: str
+    title: str
+    description: str
+    version: str
+    allowedTools: list[str]
+    defaultSettings: dict[str, Any]
+
+
+class RecipeObject(Outgoing):
+    """A recipe (recipes_app/api.py `recipe_data`)."""
+
+    id: str
+    name: str
+    engine: str
+    title: str
+    description: str
+    params: dict[str, Any]
+    promptPrefix: str
+    allowedToolsAdd: list[str]
+    allowedToolsRemove: list[str]
+    category: RecipeCategory
+    roles: list[str]
+    scope: RecipeScope
+    tenant: str | None
+    projectId: str | None
+
+
+# The inbox's kinds and statuses (inbox/models.py InboxKind, InboxStatus), spelled out here so
+# that the protocol, which every app imports, imports no inbox module.
+InboxKindName = Literal["OUTPUT_TEXT", "APPROVAL", "QUESTION"]
+InboxStatusName = Literal["OPEN", "ANSWERED", "DISMISSED", "EXPIRED"]
+
+
+class InboxItemObject(Outgoing):
+    """An inbox item (inbox/presenters.py `item_data`)."""
+
+    id: str
+    kind: InboxKindName
+    title: str
+    body: str
+    options: list[str]
+    status: InboxStatusName
+    answer: dict[str, Any] | None
+    answeredBy: str | None
+    answeredAt: str | None
+    expiresAt: str | None
+    # What expiry answers (null: the item expires unanswered).
+    defaultAction: dict[str, Any] | None
+    originProcessId: str
+    # Null until there is an answer to deliver; false with originNote when it reached no
+    # process.
+    originDelivered: bool | None
+    originNote: str | None
+    projectId: str
+    createdAt: str
