@@ -99,11 +99,13 @@ def test_creating_the_same_recipe_twice_is_a_409(alice):
 
 
 def test_an_unknown_engine_is_a_400_naming_the_field(alice):
-    response = alice.api().post("/api/recipes", recipe_body(alice, engine="marvin"), format="json")
+    response = alice.api().post(
+        "/api/recipes", recipe_body(alice, engine="no-such-engine"), format="json"
+    )
     assert response.status_code == 400
     body = response.json()
     assert body["error"] == "bad-request"
-    assert body["message"] == "engine: think engine 'marvin' is not registered"
+    assert body["message"] == "engine: think engine 'no-such-engine' is not registered"
     assert list(body["fields"]) == ["engine"]
     assert not Recipe.objects.filter(name="ford-coding").exists()
 
