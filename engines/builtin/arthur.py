@@ -4,7 +4,8 @@ Every message runs one tool loop (LLM step `chat`, at most `maxSteps` calls): th
 chat, or calls the orchestration tools (`process_create`, `process_steer`, `process_stop`,
 `process_list`, `process_status`, on arthur's own children only), or any tool of its pool.
 A child's report comes back as a message too: arthur's LLM reads it (`[report from tp_N
-(engine): STATUS]`) and tells the person. A child that is BLOCKED with a question asks the
+(engine): STATUS]`) and tells the person; a substantial result is also kept as an OUTPUT_TEXT
+inbox item. A child that is BLOCKED with a question asks the
 person: as an inbox QUESTION item when the inbox is there (the answer is steered back to the
 child), else in the chat (the person's next message is steered back to it). arthur never
 reaches DONE.
@@ -99,6 +100,8 @@ class Arthur(ThinkEngine):
             "tell the person what it found."
         ),
         "maxSteps": 6,
+        # A worker's DONE report at least this long is also kept as an OUTPUT_TEXT item.
+        "outputTextMinChars": 500,
     }
 
     @override
@@ -127,6 +130,8 @@ class Arthur(ThinkEngine):
             self._pass_answer(ctx, child, message.text)
             process.engine_state = state
             return
+        if isinstance(message, ParentReport) and message.event == "DONE":
+            self._keep_result(ctx, message)
         process.engine_state = state
         text = message.prompt_text()
         if not isinstance(message, ParentReport):
@@ -181,6 +186,21 @@ class Arthur(ThinkEngine):
             raise
         except Exception as refused:  # a 404 or 409 of the Brain, said to the LLM
             return f"error: {refused}"
+
+    def _keep_result(self, ctx: ThinkEngineContext, report: ParentReport) -> None:
+        """A substantial result (a report the worker marks as one, e.g. marvin's aggregate, or
+        a long one) is also kept as an OUTPUT_TEXT inbox item, where it outlives the chat."""
+        substantial = "report" in report.payload or len(report.text) >= int(
+            ctx.settings.get("outputTextMinChars", 500)
+        )
+        if not substantial:
+            return
+        try:
+            ctx.inbox.post(
+                kind="OUTPUT_TEXT", title=f"Result of {report.child_id}", body=report.text
+            )
+        except CapabilityNotAvailable:
+            return  # the chat still tells the person
 
     def _ask(
         self, ctx: ThinkEngineContext, state: dict[str, Any], child: str, question: str

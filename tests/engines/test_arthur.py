@@ -106,6 +106,13 @@ def test_arthur_starts_marvin_whose_two_workers_report_and_tells_the_person(alic
     # the client saw marvin's task tree grow
     trees = SessionEvent.objects.filter(session_id=session.pk, event="task-tree")
     assert max(len(e.data["tree"]["nodes"]) for e in trees) == 4
+    # and the report is kept as an OUTPUT_TEXT inbox item for the person
+    [kept] = InboxItem.objects.filter(kind="OUTPUT_TEXT")
+    assert (kept.title, kept.body) == (
+        f"Result of {marvin.public_id}",
+        "Saturn: 95 moons, 7 rings.",
+    )
+    assert kept.origin_process_id == session.chat_process_id
     # and arthur stays open
     assert ThinkProcess.objects.get(pk=session.chat_process_id).status == Status.IDLE
 
