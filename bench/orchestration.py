@@ -114,7 +114,7 @@ def run(workers: int, counter: StatementCounter) -> dict[str, Any]:
     statements = counter.count - statements_before
     if row.close_reason != CloseReason.DONE or row.engine_state.get("report") != "report":
         raise SystemExit(f"marvin ended {row.close_reason}: {row.last_error}")
-    nodes = [n for n in row.engine_state["tree"]["nodes"] if n["kind"] == "WORKER"]
+    nodes = [n for n in row.engine_state["taskTree"]["nodes"] if n["kind"] == "WORKER"]
     if len(nodes) != workers or any(n["status"] != "DONE" for n in nodes):
         raise SystemExit("not every worker node is DONE")
     starts = [parse(n["startedAt"]) for n in nodes] + [parse(nodes[-1]["finishedAt"])]

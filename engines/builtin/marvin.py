@@ -1,6 +1,6 @@
 """marvin — deep think: a persistent, growing task tree (seed 000 §7a, ARCHITECTURE §5a).
 
-The tree lives in `engine_state["tree"]` (PROTOCOL.md's task tree object) and is sent as a
+The tree lives in `engine_state["taskTree"]` (PROTOCOL.md's task tree object) and is sent as a
 `task-tree` event on every change. Nodes run one at a time, in order:
 
 - PLAN: the LLM step `plan` returns tasks through `plan_tasks`; they become the PLAN node's
@@ -78,13 +78,13 @@ class Tree:
 
     def __init__(self, state: dict[str, Any]) -> None:
         self.state = state
-        self.nodes: list[dict[str, Any]] = state["tree"]["nodes"]
+        self.nodes: list[dict[str, Any]] = state["taskTree"]["nodes"]
 
     @classmethod
     def new(cls, goal: str) -> Tree:
         root = {"id": "n1", "parentId": None, "kind": "PLAN", "title": "Plan", "goal": goal}
         root["status"] = "PENDING"
-        return cls({"tree": {"rootId": "n1", "nodes": [root]}, "nextId": 2, "waiting": {}})
+        return cls({"taskTree": {"rootId": "n1", "nodes": [root]}, "nextId": 2, "waiting": {}})
 
     def node(self, node_id: str) -> dict[str, Any]:
         return next(node for node in self.nodes if node["id"] == node_id)
@@ -203,7 +203,7 @@ class Marvin(ThinkEngine):
                 return
             _fill(tree, tree.nodes[0], list(given))
         process.engine_state = tree.state
-        ctx.events.task_tree(tree.state["tree"])
+        ctx.events.task_tree(tree.state["taskTree"])
         # The plan is an LLM call: it runs in the lane, so whoever started marvin is not held.
         ctx.defer_turn(ADVANCE)
 
@@ -250,13 +250,13 @@ class Marvin(ThinkEngine):
                     tree.mark(node, "BLOCKED")
                     ctx.block()
                 process.engine_state = tree.state
-                ctx.events.task_tree(tree.state["tree"])
+                ctx.events.task_tree(tree.state["taskTree"])
         except StructuredOutputError as failed:
             node = tree.running() or tree.next_pending()
             if node is not None:
                 tree.mark(node, "FAILED", error=str(failed))
             process.engine_state = tree.state
-            ctx.events.task_tree(tree.state["tree"])
+            ctx.events.task_tree(tree.state["taskTree"])
             ctx.finish(Finish.FAILED, error=str(failed))
             return
         process.engine_state = tree.state
@@ -311,7 +311,7 @@ class Marvin(ThinkEngine):
     @override
     def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
         state = process.engine_state
-        nodes = state.get("tree", {}).get("nodes", [])
+        nodes = state.get("taskTree", {}).get("nodes", [])
         payload = {
             "processId": process.public_id,
             "event": event,

@@ -164,7 +164,7 @@ def test_a_workers_question_becomes_an_inbox_question_whose_answer_goes_back_to_
     wait_until(lambda: "Done: a blue chart." in said(session, "assistant"), timeout=20)
     done = ThinkProcess.objects.get(pk=marvin.pk)
     assert done.close_reason == CloseReason.DONE
-    assert done.engine_state["tree"]["nodes"][1]["result"] == "blue"
+    assert done.engine_state["taskTree"]["nodes"][1]["result"] == "blue"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -207,5 +207,5 @@ def test_without_the_inbox_a_workers_question_is_asked_in_the_chat(alice, script
     steer.send_chat(session.pk, "because")
     wait_until(lambda: "It is done." in said(session, "assistant"), timeout=20)
     [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
-    assert marvin.engine_state["tree"]["nodes"][1]["result"] == "because"
+    assert marvin.engine_state["taskTree"]["nodes"][1]["result"] == "because"
     assert not InboxItem.objects.exists()

@@ -51,7 +51,7 @@ def settled(process_id: int, *statuses: str) -> ThinkProcess:
 
 
 def nodes(process: ThinkProcess) -> list[dict[str, Any]]:
-    return list(process.engine_state["tree"]["nodes"])
+    return list(process.engine_state["taskTree"]["nodes"])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -100,6 +100,9 @@ def test_marvin_plans_two_workers_runs_each_in_its_own_process_and_aggregates(al
     assert len(trees[0]["nodes"]) == 1
     assert len(trees[-1]["nodes"]) == 4
     assert events.filter(event="chat-message", data__text=done.engine_state["report"]).exists()
+    # and the process detail carries the tree
+    detail = alice.api().get(f"/api/processes/{done.public_id}").json()
+    assert [n["status"] for n in detail["taskTree"]["nodes"]] == ["DONE"] * 4
     # and its parent would read the report
     summary = get_engine("marvin").summarize_for_parent(done, "DONE")
     assert summary.human_summary == "# Saturn\n95 moons, 7 rings."
