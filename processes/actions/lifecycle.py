@@ -99,8 +99,7 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
                 if call is not Call.START:
                     raise
                 # A start that breaks its tree's budget (spawning, or an LLM call) fails.
-                process.last_error = exc.message
-                prepared.ctx.finish(Finish.FAILED)
+                prepared.ctx.finish(Finish.FAILED, error=exc.message)
             if call is Call.STOP:
                 reason = CloseReason.STOPPED
             if call is Call.START:

@@ -132,14 +132,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
 def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     """The same message failed MAX_TURN_ATTEMPTS times (or a budget broke): CLOSED/FAILED, the
     parent hears, and the process's open children are stopped (nobody reads their reports)."""
-    with transaction.atomic():
-        events = run.start()
-        events.append(_failure_notice(process))
-        events.append(
-            lease_transition(process, lease, Call.TURN_END, Status.CLOSED, CloseReason.FAILED)
-        )
-        emit_events(process.session_id, events)
-    report_to_parent(process, Status.CLOSED, CloseReason.FAILED)
+    _leave_run(process, lease, run, _failure_notice(process), Status.CLOSED, CloseReason.FAILED)
     lifecycle.stop_children(process.pk)
 
 
@@ -148,16 +141,30 @@ def _wait_for_provider(process: ThinkProcess, lease: lanes.Lease, run: Run) -> N
     with the provider's error, its message still pending; the next message (or a pause and
     resume) tries again, and its parent hears that it waits, and why."""
     process.last_error = f"the LLM provider failed: {process.last_error}"
-    notice = (
-        f"{process.public_id} is waiting: {process.last_error}. Its message is kept; send "
-        "another (or pause and resume it) to try again."
+    notice = NotificationEvent(
+        text=f"{process.public_id} is waiting: {process.last_error}. Its message is kept; send "
+        "another (or pause and resume it) to try again.",
+        level="warning",
     )
+    _leave_run(process, lease, run, event(notice), Status.BLOCKED)
+
+
+def _leave_run(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    run: Run,
+    notice: Event,
+    to_status: Status,
+    reason: str = "",
+) -> None:
+    """End a run whose turn could not be committed, in one transaction (RUNNING first if the
+    run had not stored anything yet, the notice, the new status), then tell the parent."""
     with transaction.atomic():
         events = run.start()
-        events.append(event(NotificationEvent(text=notice, level="warning")))
-        events.append(lease_transition(process, lease, Call.TURN_END, Status.BLOCKED))
+        events.append(notice)
+        events.append(lease_transition(process, lease, Call.TURN_END, to_status, reason))
         emit_events(process.session_id, events)
-    report_to_parent(process, Status.BLOCKED, "")
+    report_to_parent(process, to_status, reason)
 
 
 def _failure_notice(process: ThinkProcess) -> Event:
