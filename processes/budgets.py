@@ -19,6 +19,7 @@ from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from processes.models import ThinkProcess
+from processes.queries import chat_process_of
 from vancetope.errors import Conflict, TurnControl
 
 
@@ -50,28 +51,32 @@ def _lowered(setting: float, params: dict[str, Any], key: str) -> float:
     return min(setting, value) if setting else value
 
 
+# Each budget's param and the setting it lowers.
+BUDGETS = {
+    "maxChildren": "VANCETOPE_TREE_MAX_CHILDREN",
+    "maxDepth": "VANCETOPE_TREE_MAX_DEPTH",
+    "maxTokens": "VANCETOPE_TREE_MAX_TOKENS",
+    "maxWallSeconds": "VANCETOPE_TREE_MAX_WALL_SECONDS",
+}
+
+
 def limits_of(root: ThinkProcess, process: ThinkProcess | None = None) -> Limits:
     """The settings, lowered by the recipe params and process params of the root and of the
     process that spends (a sub-orchestrator may hold its part of the tree tighter)."""
-    params: dict[str, Any] = {}
-    for source in (root, process) if process is not None and process is not root else (root,):
-        own = {**source.recipe_snapshot.get("params", {}), **source.engine_params}
-        for key in ("maxChildren", "maxDepth", "maxTokens", "maxWallSeconds"):
-            if key in own:
-                params[key] = _lowered(own[key], params, key) if key in params else own[key]
+    values = {key: float(getattr(settings, name)) for key, name in BUDGETS.items()}
+    for source in [root] if process is None or process is root else [root, process]:
+        params = {**source.recipe_snapshot.get("params", {}), **source.engine_params}
+        for key in values:
+            values[key] = _lowered(values[key], params, key)
     return Limits(
-        max_children=int(_lowered(settings.VANCETOPE_TREE_MAX_CHILDREN, params, "maxChildren")),
-        max_depth=int(_lowered(settings.VANCETOPE_TREE_MAX_DEPTH, params, "maxDepth")),
-        max_tokens=int(_lowered(settings.VANCETOPE_TREE_MAX_TOKENS, params, "maxTokens")),
-        max_wall_seconds=_lowered(
-            settings.VANCETOPE_TREE_MAX_WALL_SECONDS, params, "maxWallSeconds"
-        ),
+        max_children=int(values["maxChildren"]),
+        max_depth=int(values["maxDepth"]),
+        max_tokens=int(values["maxTokens"]),
+        max_wall_seconds=values["maxWallSeconds"],
     )
 
 
 def is_chat_process(process: ThinkProcess) -> bool:
-    from processes.queries import chat_process_of
-
     return chat_process_of(process.session_id) == process.pk
 
 
@@ -119,6 +124,8 @@ class TreeBudget:
     def __init__(self, process: ThinkProcess, *, chat: bool) -> None:
         self._process = process
         self._chat = chat
+        # The budget root, read once per context (its params and age are what is checked).
+        self._root: ThinkProcess | None = None
 
     def check_llm_call(self, unsaved_tokens: int) -> None:
         """`unsaved_tokens`: what this call's earlier LLM calls spent, not yet committed."""
@@ -129,7 +136,7 @@ class TreeBudget:
             root, spent = process, process.prompt_tokens + process.completion_tokens
         else:
             root_id = process.root_id or process.pk
-            root = process if root_id == process.pk else ThinkProcess.objects.get(pk=root_id)
+            root = process if root_id == process.pk else self._root_row(root_id)
             total = ThinkProcess.objects.filter(Q(pk=root_id) | Q(root_id=root_id)).aggregate(
                 tokens=Sum(F("prompt_tokens") + F("completion_tokens"))
             )
@@ -150,3 +157,8 @@ class TreeBudget:
                     f"the tree of {root.public_id} has run {age:.0f} s, the limit is "
                     f"{limits.max_wall_seconds:g} s",
                 )
+
+    def _root_row(self, root_id: int) -> ThinkProcess:
+        if self._root is None:
+            self._root = ThinkProcess.objects.get(pk=root_id)
+        return self._root
