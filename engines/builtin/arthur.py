@@ -14,7 +14,7 @@ reaches DONE.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import override
 
@@ -111,33 +111,48 @@ class Arthur(ThinkEngine):
     @override
     def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
         state = {"questions": {}, "asking": None, **process.engine_state}
+        if not self._route_question(ctx, state, message):
+            if isinstance(message, ParentReport) and message.event == "DONE":
+                self._keep_result(ctx, message)
+            text = message.prompt_text()
+            if not isinstance(message, ParentReport):
+                ctx.events.chat_message("user", text, at_once=True)
+            ctx.conversation.append(LlmMessage(role="user", content=text))
+            self._loop(ctx)
+        process.engine_state = state
+
+    def _route_question(
+        self, ctx: ThinkEngineContext, state: dict[str, Any], message: PendingMessage
+    ) -> bool:
+        """A worker's question to the person, or the person's answer to one: handled here
+        (True), without the LLM."""
         if isinstance(message, ParentReport) and message.event == "BLOCKED":
             question = str(message.payload.get("question") or "")
             if question and not message.error:
                 self._ask(ctx, state, message.child_id, question)
-                process.engine_state = state
-                return
+                return True
         if isinstance(message, InboxAnswer) and message.item_id in state["questions"]:
-            child = state["questions"].pop(message.item_id)
-            self._pass_answer(ctx, child, message.text)
-            process.engine_state = state
-            return
+            self._pass_answer(ctx, state["questions"].pop(message.item_id), message.text)
+            return True
         if state.get("asking") and not isinstance(message, ParentReport | InboxAnswer):
             # The person's answer to the question asked in the chat.
             child, state["asking"] = state["asking"], None
-            ctx.events.chat_message("user", message.text, at_once=True)
-            ctx.conversation.append(LlmMessage(role="user", content=message.text))
+            self._say(ctx, "user", message.text, at_once=True)
             self._pass_answer(ctx, child, message.text)
-            process.engine_state = state
-            return
-        if isinstance(message, ParentReport) and message.event == "DONE":
-            self._keep_result(ctx, message)
-        process.engine_state = state
-        text = message.prompt_text()
-        if not isinstance(message, ParentReport):
-            ctx.events.chat_message("user", text, at_once=True)
-        ctx.conversation.append(LlmMessage(role="user", content=text))
-        self._loop(ctx)
+            return True
+        return False
+
+    @staticmethod
+    def _say(
+        ctx: ThinkEngineContext,
+        role: Literal["user", "assistant"],
+        text: str,
+        *,
+        at_once: bool = False,
+    ) -> None:
+        """Into the conversation and the chat alike."""
+        ctx.conversation.append(LlmMessage(role=role, content=text))
+        ctx.events.chat_message(role, text, at_once=at_once)
 
     def _loop(self, ctx: ThinkEngineContext) -> None:
         tools = [*ORCHESTRATION, *ctx.tools.schemas()]
@@ -209,9 +224,7 @@ class Arthur(ThinkEngine):
             item = ctx.inbox.post(kind="QUESTION", title=f"{child} asks", body=question)
         except CapabilityNotAvailable:
             state["asking"] = child
-            text = f"{child} asks: {question}"
-            ctx.conversation.append(LlmMessage(role="assistant", content=text))
-            ctx.events.chat_message("assistant", text)
+            self._say(ctx, "assistant", f"{child} asks: {question}")
             return
         state["questions"][item] = child
         ctx.events.chat_message("assistant", f"{child} asks: {question} (inbox {item})")
@@ -222,5 +235,4 @@ class Arthur(ThinkEngine):
         except Exception as refused:
             ctx.events.chat_message("assistant", f"I could not pass your answer on: {refused}")
             return
-        ctx.conversation.append(LlmMessage(role="assistant", content=f"Passed on to {child}."))
-        ctx.events.chat_message("assistant", f"Passed on to {child}.")
+        self._say(ctx, "assistant", f"Passed on to {child}.")
