@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -106,6 +107,19 @@ class Tenancy:
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.token}")
         return client
+
+
+@pytest.fixture
+def script(settings: Any, tmp_path: Path) -> Callable[[list[dict[str, Any]]], None]:
+    """Use a scripted-provider script (a list of rules, PROTOCOL's format) for this test."""
+
+    def use(rules: list[dict[str, Any]]) -> None:
+        path = tmp_path / "script.yaml"
+        path.write_text(yaml.safe_dump(rules))
+        settings.VANCETOPE_LLM_SCRIPT = str(path)
+        reset_provider_cache()
+
+    return use
 
 
 @pytest.fixture

@@ -3,11 +3,9 @@ a worker's question to the person and the answer back (scripts from docs/engines
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from inbox.models import InboxItem
 from inbox.services import do_answer
@@ -18,18 +16,6 @@ from sessions_app.models import Session, SessionEvent
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy, wait_until
 from tests.tools.conftest import project_recipe
-from vancetope.llm.factory import reset_provider_cache
-
-
-@pytest.fixture
-def script(settings: Any, tmp_path: Path):
-    def use(rules: list[dict[str, Any]]) -> None:
-        path = tmp_path / "script.yaml"
-        path.write_text(yaml.safe_dump(rules))
-        settings.VANCETOPE_LLM_SCRIPT = str(path)
-        reset_provider_cache()
-
-    return use
 
 
 def arthur_session(tenancy: Tenancy) -> Session:

@@ -6,11 +6,9 @@ through `plan_tasks`, marvin `aggregate`; its workers are frankie `act`).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from engines.registry import get_engine
 from processes.actions import create, steer
@@ -18,18 +16,6 @@ from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
 from tests.conftest import Tenancy, open_session, wait_until
-from vancetope.llm.factory import reset_provider_cache
-
-
-@pytest.fixture
-def script(settings: Any, tmp_path: Path):
-    def use(rules: list[dict[str, Any]]) -> None:
-        path = tmp_path / "script.yaml"
-        path.write_text(yaml.safe_dump(rules))
-        settings.VANCETOPE_LLM_SCRIPT = str(path)
-        reset_provider_cache()
-
-    return use
 
 
 def plan(*tasks: dict[str, Any]) -> list[dict[str, Any]]:

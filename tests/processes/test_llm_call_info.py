@@ -3,28 +3,27 @@ rules can target one step of one engine (PROTOCOL.md, "Scripted provider, second
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from processes.actions.create import create_process
 from processes.models import ConversationMessage
 from tests.conftest import open_session, wait_until
-from vancetope.llm.factory import reset_provider_cache
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_rule_for_fords_answer_step_in_the_ford_recipe_answers_its_call(
-    alice, settings, tmp_path: Path
-):
+def test_a_rule_for_fords_answer_step_in_the_ford_recipe_answers_its_call(alice, script):
     # given a script whose first rule is for another engine and whose second is ford's step
-    script = tmp_path / "script.yaml"
-    script.write_text(
-        "- {engine: marvin, reply: not for ford}\n"
-        "- {engine: ford, step: answer, recipe: ford, reply: ford answers by its step}\n"
+    script(
+        [
+            {"engine": "marvin", "reply": "not for ford"},
+            {
+                "engine": "ford",
+                "step": "answer",
+                "recipe": "ford",
+                "reply": "ford answers by its step",
+            },
+        ]
     )
-    settings.VANCETOPE_LLM_SCRIPT = str(script)
-    reset_provider_cache()
     session = open_session(alice)
     # when a ford worker answers its goal
     worker = create_process(session, goal="what is the step?", engine="ford")
