@@ -171,12 +171,15 @@ class ToolBox:
 
     def schemas(self, *, safety: str | None = None) -> list[ToolSchema]:
         """The pool as the LLM sees it; tools known to be down say so in their description."""
-        down = self.down_tools()
-        return [
-            manifest.schema(down=down.get(name, ""))
+        offered = [
+            (name, manifest)
             for name, manifest in sorted(self.pool().items())
             if safety is None or manifest.safety == safety
         ]
+        if not offered:
+            return []  # nothing to mark down: no query
+        down = self.down_tools()
+        return [manifest.schema(down=down.get(name, "")) for name, manifest in offered]
 
     def describe(self) -> list[dict[str, Any]]:
         down = self.down_tools()
