@@ -17,7 +17,6 @@ status.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -28,7 +27,8 @@ from inbox.presenters import item_data
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
 from sessions_app.protocol.outbound import InboxItemEvent, event
-from vancetope.errors import Conflict
+from vancetope import status_tables
+from vancetope.status_tables import Rule
 
 
 class InboxCall(StrEnum):
@@ -38,25 +38,16 @@ class InboxCall(StrEnum):
     EXPIRE = "expire"
 
 
-@dataclass(frozen=True)
-class Rule:
-    allowed_from: frozenset[str]
-    to: InboxStatus
-
-
 OPEN_ONLY = frozenset({InboxStatus.OPEN})
-TRANSITIONS: dict[InboxCall, Rule] = {
+TRANSITIONS: dict[InboxCall, Rule[InboxStatus]] = {
     InboxCall.ANSWER: Rule(OPEN_ONLY, InboxStatus.ANSWERED),
     InboxCall.DISMISS: Rule(OPEN_ONLY, InboxStatus.DISMISSED),
     InboxCall.EXPIRE: Rule(OPEN_ONLY, InboxStatus.EXPIRED),
 }
 
 
-def check(call: InboxCall, item: InboxItem) -> Rule:
-    rule = TRANSITIONS[call]
-    if item.status not in rule.allowed_from:
-        raise Conflict(f"cannot {call.value} inbox item {item.public_id}: it is {item.status}")
-    return rule
+def check(call: InboxCall, item: InboxItem) -> Rule[InboxStatus]:
+    return status_tables.check(TRANSITIONS, call, item.status, f"inbox item {item.public_id}")
 
 
 def announce(item: InboxItem) -> None:

@@ -13,7 +13,6 @@ compare-and-swap on the status it was read in, records a SessionTransition row a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -23,7 +22,8 @@ from django.utils import timezone
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus, SessionTransition
 from sessions_app.protocol.outbound import SessionStatusEvent, event
-from vancetope.errors import Conflict
+from vancetope import status_tables
+from vancetope.status_tables import Rule
 
 
 class SessionCall(StrEnum):
@@ -32,13 +32,7 @@ class SessionCall(StrEnum):
     CLOSE = "close"
 
 
-@dataclass(frozen=True)
-class Rule:
-    allowed_from: frozenset[str]
-    to: SessionStatus
-
-
-TRANSITIONS: dict[SessionCall, Rule] = {
+TRANSITIONS: dict[SessionCall, Rule[SessionStatus]] = {
     SessionCall.SUSPEND: Rule(frozenset({SessionStatus.OPEN}), SessionStatus.SUSPENDED),
     SessionCall.RESUME: Rule(frozenset({SessionStatus.SUSPENDED}), SessionStatus.OPEN),
     SessionCall.CLOSE: Rule(
@@ -47,11 +41,8 @@ TRANSITIONS: dict[SessionCall, Rule] = {
 }
 
 
-def check(call: SessionCall, status: str, label: str) -> Rule:
-    rule = TRANSITIONS[call]
-    if status not in rule.allowed_from:
-        raise Conflict(f"cannot {call.value} session {label}: it is {status}")
-    return rule
+def check(call: SessionCall, status: str, label: str) -> Rule[SessionStatus]:
+    return status_tables.check(TRANSITIONS, call, status, f"session {label}")
 
 
 def apply(
