@@ -243,7 +243,7 @@ def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, t
         chat = vance(config_dir, "chat", "--session", session_id, cwd=elsewhere)
         chat.expect(rf"resumed session {session_id}")
         chat.expect("context drift")
-        drifted = chat.expect(r"(tp_\d+) \(ford: chat\) — /resume tp_\d+ \(at your own risk\)")
+        drifted = chat.expect(r"(tp_\d+) \(arthur: chat\) — /resume tp_\d+ \(at your own risk\)")
         process_id = drifted.group(1)
         chat.expect(rf"/stop {process_id}, or /reset {process_id}")
         chat.send_line(f"/resume {process_id}")
