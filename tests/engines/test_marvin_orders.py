@@ -35,7 +35,9 @@ THREE_WORKERS = [
 
 
 def statuses(process_id: int) -> list[str]:
-    return [n["status"] for n in nodes(ThinkProcess.objects.get(pk=process_id))]
+    """The statuses of the tree's nodes (none before its start has made the tree)."""
+    state = ThinkProcess.objects.get(pk=process_id).engine_state
+    return [n["status"] for n in state.get("taskTree", {}).get("nodes", [])]
 
 
 def test_a_cancelled_pending_node_is_skipped_and_its_worker_never_runs(alice, script):
