@@ -396,6 +396,37 @@ def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page,
         client.close()
 
 
+def test_a_pending_node_cancelled_on_the_process_page_is_skipped_and_the_tree_finishes(page, brain):
+    # given: a deep-think whose first worker is running
+    client = brain.socket(token_of(brain))
+    try:
+        client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        created = client.request("process-create", {"recipe": "deep-think", "goal": "Saturn"})
+        marvin_id = created["data"]["process"]["id"]
+        page.goto(f"/processes/{marvin_id}")
+        view = page.locator("#task-tree-view")
+        expect(view.locator("li.tree-node[data-status=RUNNING][data-kind=WORKER]")).to_have_count(1)
+        rings = view.locator("li.tree-node[data-kind=WORKER]").nth(1)
+        expect(rings).to_have_attribute("data-status", "PENDING")
+        # when the person opens the second worker's node and cancels it
+        rings.locator("summary").click()
+        rings.get_by_role("button", name="Cancel this node").click()
+        # then the order is taken, the node is skipped, and the rest of the tree finishes
+        expect(page.locator("#task-tree-order")).to_contain_text("Cancel of n3 sent")
+        expect(rings).to_have_attribute("data-status", "SKIPPED", timeout=30_000)
+        expect(page.locator("#process-status")).to_have_text("CLOSED", timeout=40_000)
+        expect(view.locator("li.tree-node[data-status=DONE]")).to_have_count(3)
+        expect(rings.locator("dl.facts")).to_contain_text("cancelled by the person")
+        # a finished tree offers no cancel buttons
+        expect(view.get_by_role("button", name="Cancel this node")).to_have_count(0)
+        screenshot(page, "process-tree-cancelled")
+    finally:
+        client.close()
+
+
 def test_the_interactive_page_draws_a_task_tree_event_of_its_session(page, brain):
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")

@@ -49,9 +49,33 @@
     const processUrl = (id) => section.dataset.processUrl + encodeURIComponent(id);
     const statusBadge = document.getElementById("process-status");
     const note = document.getElementById("task-tree-note");
+    const order = document.getElementById("task-tree-order");
     const childrenTable = document.getElementById("children-table");
     const raw = document.getElementById("task-tree-raw");
     let shownTree = null;
+
+    // POST /api/processes/{id}/task-tree/{nodeId}/cancel with the page's CSRF token (the
+    // REST API takes the login cookie); the next poll shows the node SKIPPED.
+    async function cancelNode(nodeId, button) {
+      button.disabled = true;
+      const token = document.querySelector("input[name=csrfmiddlewaretoken]");
+      const url = "/api/processes/" + encodeURIComponent(section.dataset.process) + "/task-tree/" + encodeURIComponent(nodeId) + "/cancel";
+      try {
+        const response = await fetch(url, {
+          method: "POST",
+          credentials: "same-origin",
+          headers: { Accept: "application/json", "X-CSRFToken": token ? token.value : "" },
+        });
+        const body = await response.json().catch(() => ({}));
+        order.textContent = response.status === 202
+          ? "Cancel of " + nodeId + " sent; the tree shows it once the process has carried it out."
+          : "Could not cancel " + nodeId + ": " + (body.message || "HTTP " + response.status);
+      } catch (error) {
+        order.textContent = "Could not cancel " + nodeId + ": " + error.message;
+      }
+      button.disabled = false;
+      poll();
+    }
 
     function showTree(tree) {
       const json = JSON.stringify(tree);
@@ -61,7 +85,7 @@
       }
       shownTree = json;
       if (tree === null || tree === undefined) return; // the server's "no task tree" hint stays
-      window.TaskTree.render(view, tree, { processUrl });
+      window.TaskTree.render(view, tree, { processUrl, onCancel: section.dataset.processStatus === "CLOSED" ? null : cancelNode });
       if (raw) raw.textContent = JSON.stringify(tree, null, 2);
       section.dataset.hasTree = "true";
     }

@@ -9,6 +9,7 @@
 window.TaskTree = (function () {
   const STATUSES = ["PENDING", "RUNNING", "BLOCKED", "DONE", "FAILED", "SKIPPED"];
   const FINISHED = ["DONE", "FAILED", "SKIPPED"];
+  const CANCELLABLE = ["PENDING", "RUNNING", "BLOCKED"];
 
   function element(tag, className, text) {
     const node = document.createElement(tag);
@@ -106,6 +107,14 @@ window.TaskTree = (function () {
     fact("Error", node.error, true);
     if (!facts.children.length) facts.append(element("dd", "hint", "Nothing more about this node yet."));
     box.append(facts);
+    if (options.onCancel && CANCELLABLE.includes(node.status)) {
+      // The person's order to cancel a node that has not finished (the page that draws the
+      // tree sends it; the engine skips the node, or stops its running worker).
+      const cancel = element("button", "secondary cancel-node", "Cancel this node");
+      cancel.type = "button";
+      cancel.addEventListener("click", () => options.onCancel(node.id, cancel));
+      box.append(cancel);
+    }
     return box;
   }
 
