@@ -263,10 +263,10 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         raise problem(
             f"unknown keys {sorted(map(str, unknown))}; allowed: {', '.join(sorted(RULE_KEYS))}"
         )
-    error = raw.get("error", "")
+    fails_with = raw.get("error", "")
     if "error" in raw:
-        if not isinstance(error, str) or not error:
-            raise problem(f"`error` must be a non-empty string, got {error!r}")
+        if not isinstance(fails_with, str) or not fails_with:
+            raise problem(f"`error` must be a non-empty string, got {fails_with!r}")
         if "reply" in raw or "tool_calls" in raw:
             raise problem("`error` fails the call: it takes no `reply` or `tool_calls`")
     elif "reply" not in raw and "tool_calls" not in raw:
@@ -315,7 +315,7 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         delay=delay or 0.0,
         delay_per_delta=delay_per_delta,
         info=tuple(info),
-        error=error,
+        error=fails_with,
     )
 
 
