@@ -7,9 +7,11 @@ the heads, matched by persona in their system prompt; zaphod `synthesize` throug
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from inbox.models import InboxItem
 from processes.actions import create, lifecycle, steer
@@ -322,3 +324,28 @@ def test_arthur_convenes_a_council_and_tells_the_person_its_report(alice, script
     # and keeps the council's report for the person
     [kept] = InboxItem.objects.filter(kind="OUTPUT_TEXT")
     assert kept.body == zaphod.engine_state["report"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_council_script_of_docs_engines_md_drives_zaphod_as_the_page_says(
+    alice, script, settings
+):
+    # given the zaphod script docs/engines.md shows, with the fallback model it names
+    page = (Path(__file__).resolve().parents[2] / "docs" / "engines.md").read_text()
+    marker = "# VANCETOPE_LLM_SCRIPT, with VANCETOPE_LLM_FALLBACK_MODEL=backup-model\n"
+    block = page.split(marker, 1)[1].split("```", 1)[0]
+    settings.VANCETOPE_LLM_FALLBACK_MODEL = "backup-model"
+    script(yaml.safe_load(block))
+    # when the council is asked
+    done = settled(council(open_session(alice)).pk)
+    # then the skeptic failed on its provider, the others answered, and the fallback synthesized
+    assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
+    by_name = heads(done)
+    assert {name: head["status"] for name, head in by_name.items()} == {
+        "skeptic": "FAILED",
+        "optimist": "DONE",
+        "pragmatist": "DONE",
+    }
+    assert by_name["skeptic"]["error"] == PROVIDER_DOWN
+    assert done.engine_state["synthesis"]["model"] == "backup-model"
+    assert done.engine_state["sections"]["conclusion"] == "Ship on Friday morning."
