@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 # The LLM's vocabulary is the kernel's; engines get it from here, not from the kernel.
 from vancetope.llm.base import Completion, LlmMessage, TextDelta, ToolCall, ToolSchema
+from vancetope.llm.base import LlmError as ProviderError
 
 __all__ = [
     "Completion",
@@ -38,6 +39,7 @@ __all__ = [
     "Memory",
     "ProcessView",
     "Processes",
+    "ProviderError",
     "StructuredOutputError",
     "TextDelta",
     "ToolCall",
@@ -69,8 +71,22 @@ class StructuredOutputError(Exception):
 
 
 class Llm(Protocol):
+    """Every call may raise ProviderError (the provider failed: network, auth, rate limit).
+    An engine that lets it through leaves the turn to the lane, which retries and then makes
+    the process BLOCKED with the error; an engine with a fallback (zaphod's synthesizer)
+    catches it. `model` asks for a model other than the configured one ("": the configured)."""
+
+    # The model a step may fall back to when its call fails (VANCETOPE_LLM_FALLBACK_MODEL);
+    # "" when none is configured.
+    fallback_model: str
+
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None, *, step: str = ""
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        step: str = "",
+        model: str = "",
     ) -> Iterator[TextDelta | ToolCall]:
         """Stream the answer; token usage is counted and the lane's boundary checked between
         deltas (a pause or stop ends the call early). `step` names the engine's step (the
@@ -84,12 +100,13 @@ class Llm(Protocol):
         *,
         stream_to_client: bool = True,
         step: str = "",
+        model: str = "",
     ) -> Completion:
         """The whole answer; its text streams to the session's client unless told not to."""
         ...
 
     def structured(
-        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str
+        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str, model: str = ""
     ) -> dict[str, Any]:
         """Structured output through a tool call (ARCHITECTURE §5a): the LLM is offered the one
         tool `schema` declares and must call it; the call's arguments are checked against its

@@ -203,6 +203,9 @@ VANCETOPE_TREE_MAX_WALL_SECONDS = env_float("VANCETOPE_TREE_MAX_WALL_SECONDS", 0
 # --- LLM -----------------------------------------------------------------------------------------
 VANCETOPE_LLM = env_str("VANCETOPE_LLM", "scripted")
 VANCETOPE_LLM_MODEL = env_str("VANCETOPE_LLM_MODEL")
+# A second model of the same provider that a step may fall back to when its call fails
+# (zaphod's synthesizer; engines read it as ctx.llm.fallback_model); empty: no fallback.
+VANCETOPE_LLM_FALLBACK_MODEL = env_str("VANCETOPE_LLM_FALLBACK_MODEL")
 VANCETOPE_LLM_SCRIPT = env_str("VANCETOPE_LLM_SCRIPT")
 VANCETOPE_LLM_TIMEOUT = env_float("VANCETOPE_LLM_TIMEOUT", 120.0)
 VANCETOPE_LLM_MAX_TOKENS = env_int("VANCETOPE_LLM_MAX_TOKENS", 4096)

@@ -87,6 +87,7 @@ def build_context(
             boundary,
             CallInfo(engine=process.think_engine, recipe=process.recipe_name),
             before_call=lambda: budget.check_llm_call(usage.total),
+            fallback_model=settings.VANCETOPE_LLM_FALLBACK_MODEL,
         ),
         conversation=conversation,
         events=events,
