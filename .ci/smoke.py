@@ -67,7 +67,7 @@ def main() -> int:
     with urllib.request.urlopen(request, timeout=10) as response:
         detail = json.load(response)
     assert [m["content"] for m in detail["conversation"]] == ["hello", "echo: hello"], detail
-    print(f"smoke: chatted with ford over WebSocket, reply {reply!r}; REST shows the conversation")
+    print(f"smoke: chatted with arthur over WebSocket, reply {reply!r}; REST shows it")
     return 0
 
 

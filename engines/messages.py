@@ -32,10 +32,17 @@ class Steer(Message):
     """A steer sent with process-steer (or the REST steer)."""
 
 
+# The CONTROL order of a person to cancel one node of a task tree (args: nodeId).
+CANCEL_NODE = "cancel-node"
+
+
 @dataclass(frozen=True)
 class Control(Message):
     """A message from the system or from the process to itself (a deferred goal, a
-    diagnosis order)."""
+    diagnosis order, a person's order about a task-tree node); `text` names it, `args` are
+    its arguments."""
+
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ def parse(kind: str, seq: int, payload: dict[str, Any]) -> PendingMessage:
     if kind == "STEER":
         return Steer(seq, text)
     if kind == "CONTROL":
-        return Control(seq, text)
+        return Control(seq, text, args=dict(payload.get("args") or {}))
     if kind == "PARENT_REPORT":
         return ParentReport(
             seq,

@@ -10,6 +10,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from inbox import services
 from inbox.answers import SHAPES, answer_from_text
@@ -127,7 +130,7 @@ class InboxItemAdmin(admin.ModelAdmin):
         "title",
         "user",
         "project",
-        "origin_public_id",
+        "origin",
         "origin_delivered",
         "created_at",
     ]
@@ -148,6 +151,14 @@ class InboxItemAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # items are posted by processes
+
+    @admin.display(description="origin process", ordering="origin_public_id")
+    def origin(self, item: InboxItem) -> SafeString | str:
+        """The process that posted it, linked to its admin page while its row exists."""
+        if item.origin_process_id is None:
+            return f"{item.origin_public_id} (gone)"
+        url = reverse("admin:processes_thinkprocess_change", args=[item.origin_process_id])
+        return format_html('<a href="{}">{}</a>', url, item.origin_public_id)
 
     def get_fieldsets(self, request: HttpRequest, obj: InboxItem | None = None) -> Any:
         if obj is None or obj.status != InboxStatus.OPEN or obj.kind not in SHAPES:

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from datetime import datetime
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
@@ -18,6 +22,18 @@ from vancetope.errors import BrainError
 
 # How many of the session's newest events the process page shows.
 RECENT_EVENTS = 20
+# The task tree's status colours, the same as the web UI's legend (webui.css).
+NODE_COLOURS = {
+    "PENDING": "#8a94a3",
+    "RUNNING": "#2456c7",
+    "BLOCKED": "#c98a00",
+    "DONE": "#1f7a3d",
+    "FAILED": "#b3261e",
+    "SKIPPED": "#8a94a3",
+}
+WORKER_ID = re.compile(r"^tp_(\d+)$")
+# How much of a node's result or error the tree shows; the raw JSON below it has all of it.
+SHOWN_CHARS = 160
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -85,6 +101,100 @@ class CategoryFilter(admin.SimpleListFilter):
         return queryset
 
 
+def tree_nodes(tree: Any) -> list[dict[str, Any]]:
+    """The nodes of a task tree with their parent ids: PROTOCOL.md's `{rootId, nodes}`, or a
+    tree of nested `children` as another engine may keep it."""
+    if isinstance(tree, dict) and isinstance(tree.get("nodes"), list):
+        return [node for node in tree["nodes"] if isinstance(node, dict)]
+    nodes: list[dict[str, Any]] = []
+
+    def walk(node: Any, parent_id: str | None) -> None:
+        if not isinstance(node, dict):
+            return
+        node_id = str(node.get("id") or f"node{len(nodes) + 1}")
+        nodes.append({**node, "id": node_id, "parentId": parent_id})
+        for child in node.get("children") or []:
+            walk(child, node_id)
+
+    for top in tree if isinstance(tree, list) else [tree]:
+        walk(top, None)
+    return nodes
+
+
+def _duration(node: dict[str, Any]) -> str:
+    try:
+        started = datetime.fromisoformat(str(node["startedAt"]))
+        finished = datetime.fromisoformat(str(node["finishedAt"]))
+    except (KeyError, ValueError):
+        return ""
+    return f"{(finished - started).total_seconds():.1f} s"
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
+
+
+def _node_line(node: dict[str, Any]) -> SafeString:
+    status = str(node.get("status") or "")
+    parts = [
+        format_html(
+            '<span class="node-status" style="color: {}; font-weight: bold">● {}</span> '
+            "<small>{}</small> {} <small>({})</small>",
+            NODE_COLOURS.get(status, "#8a94a3"),
+            status or "?",
+            node.get("kind") or "",
+            node.get("title") or node.get("name") or node.get("goal") or node["id"],
+            node["id"],
+        )
+    ]
+    if duration := _duration(node):
+        parts.append(format_html(" · {}", duration))
+    worker = WORKER_ID.match(str(node.get("processId") or ""))
+    if worker:
+        url = reverse("admin:processes_thinkprocess_change", args=[int(worker.group(1))])
+        parts.append(format_html(' · worker <a href="{}">{}</a>', url, worker.group(0)))
+    if node.get("error"):
+        parts.append(
+            format_html(' · <span style="color: #b3261e">{}</span>', _shown(node["error"]))
+        )
+    elif node.get("result") not in (None, ""):
+        parts.append(format_html(" · result: {}", _shown(node["result"])))
+    return format_html_join("", "{}", ((part,) for part in parts))
+
+
+def task_tree_html(tree: Any) -> SafeString:
+    """The tree as nested lists, each node with its status colour, kind, title, duration, its
+    worker process linked to that process's admin page, and its error or result."""
+    nodes = tree_nodes(tree)
+    ids = {node["id"] for node in nodes}
+    below: dict[str | None, list[dict[str, Any]]] = {}
+    for node in nodes:
+        parent = node.get("parentId")
+        below.setdefault(parent if parent in ids and parent != node["id"] else None, []).append(
+            node
+        )
+    drawn: set[str] = set()
+
+    def level(parent: str | None) -> SafeString:
+        items = []
+        for node in below.get(parent, []):
+            if node["id"] in drawn:
+                continue  # a cycle of parent ids: each node once
+            drawn.add(node["id"])
+            items.append(
+                (node["id"], node.get("status") or "", _node_line(node), level(node["id"]))
+            )
+        if not items:
+            return SafeString("")
+        return format_html(
+            '<ul class="task-tree-nodes">{}</ul>',
+            format_html_join("", '<li data-node="{}" data-status="{}">{}{}</li>', items),
+        )
+
+    return level(None)
+
+
 def lifecycle_action(call: Callable[[int], ThinkProcess], verb: str):  # type: ignore[no-untyped-def]
     """An admin action that goes through the same service as every client; a 409 becomes a
     message, the process is left as it was."""
@@ -143,6 +253,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "recipe_snapshot",
         "engine_state",
         "task_tree",
+        "sub_processes",
         "status",
         "close_reason",
         "context_drift",
@@ -175,7 +286,29 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         if tree is None:
             return "— (the engine keeps no task tree, or has not planned yet)"
         pretty = json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
-        return format_html('<pre class="task-tree" style="white-space: pre-wrap">{}</pre>', pretty)
+        return format_html(
+            '{}<details><summary>raw JSON</summary><pre class="task-tree" '
+            'style="white-space: pre-wrap">{}</pre></details>',
+            task_tree_html(tree),
+            pretty,
+        )
+
+    @admin.display(description="sub-processes")
+    def sub_processes(self, process: ThinkProcess) -> SafeString | str:
+        children = process.children.order_by("pk")
+        links = format_html_join(
+            ", ",
+            '<a href="{}">{}</a> {}',
+            (
+                (
+                    reverse("admin:processes_thinkprocess_change", args=[child.pk]),
+                    child.public_id,
+                    child.status,
+                )
+                for child in children
+            ),
+        )
+        return links or "—"
 
     @admin.display(description=f"recent session events (newest {RECENT_EVENTS})")
     def recent_session_events(self, process: ThinkProcess) -> SafeString | str:

@@ -11,16 +11,26 @@ from rest_framework.response import Response
 from processes import queries
 from processes.actions import lifecycle
 from processes.actions.steer import steer_process
+from processes.actions.task_tree import cancel_task_node
 from processes.presenters import process_data, process_detail
 from processes.states import Status
 from sessions_app.protocol.outbound import PendingData, ProcessDetail, ProcessObject
-from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
+from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
 from vancetope.errors import BadRequest, NotFound
 from vancetope.ids import parse_public_id
 
 
 class SteerInput(serializers.Serializer):
     message = serializers.CharField(allow_blank=False)
+
+
+class NodeCancelled(Body):
+    """The order to cancel a task-tree node was queued for the process (its `seq`); the
+    process carries it out in its lane and sends the changed tree as a `task-tree` event."""
+
+    processId: str
+    nodeId: str
+    seq: int
 
 
 class ProcessPage(Page[ProcessObject]):
@@ -121,3 +131,20 @@ class ProcessViewSet(viewsets.ViewSet):
         return Response(
             PendingData(processId=process.public_id, pending=steered.pending).model_dump()
         )
+
+    @extend_schema(
+        operation_id="processes_task_tree_node_cancel",
+        request=None,
+        responses={202: NodeCancelled, **errors(401, 404, 409)},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"task-tree/(?P<node_id>[^/]+)/cancel",
+        url_name="task-node-cancel",
+    )
+    def cancel_node(self, request: Request, process_id: str, node_id: str) -> Response:
+        process = self._process(request, process_id)
+        seq = cancel_task_node(process, node_id)
+        body = NodeCancelled(processId=process.public_id, nodeId=node_id, seq=seq)
+        return Response(body.model_dump(), status=202)

@@ -4,9 +4,10 @@ A tree is a budget root and every process spawned under it. The budget root is t
 ancestor that is not its session's chat process: a chat process (arthur) lives as long as its
 session, so each task it starts gets a budget of its own. The settings
 (VANCETOPE_TREE_MAX_*) set each budget; the root's recipe params and process params may lower
-it. Checked before every spawn (`check_spawn`, atomically against the root's `descendants`
-count) and before every LLM call (`check_llm_call`); a breach raises BudgetExceeded, which ends
-the turn: the lane fails the process with the budget named, and its parent hears of it.
+it. Checked before every spawn (`check_spawn`: depth, tokens, time, and atomically against the
+root's `descendants` count) and before every LLM call (`check_llm_call`: tokens, time); a
+breach raises BudgetExceeded, which ends the turn: the lane fails the process with the budget
+named, and its parent hears of it.
 """
 
 from __future__ import annotations
@@ -88,9 +89,36 @@ class Placement:
     root_id: int | None
 
 
+def tree_tokens(root_id: int) -> int:
+    """Prompt + completion tokens the tree of `root_id` has committed."""
+    total = ThinkProcess.objects.filter(Q(pk=root_id) | Q(root_id=root_id)).aggregate(
+        tokens=Sum(F("prompt_tokens") + F("completion_tokens"))
+    )
+    return int(total["tokens"] or 0)
+
+
+def check_spend(root: ThinkProcess, limits: Limits, spent: int) -> None:
+    """The tree's tokens and its time, against their budgets."""
+    if spent >= limits.max_tokens:
+        raise BudgetExceeded(
+            "maxTokens",
+            f"the tree of {root.public_id} has spent {spent} tokens, the limit is "
+            f"{limits.max_tokens}",
+        )
+    if limits.max_wall_seconds:
+        age = (timezone.now() - root.created_at).total_seconds()
+        if age > limits.max_wall_seconds:
+            raise BudgetExceeded(
+                "maxWallSeconds",
+                f"the tree of {root.public_id} has run {age:.0f} s, the limit is "
+                f"{limits.max_wall_seconds:g} s",
+            )
+
+
 def check_spawn(parent: ThinkProcess) -> Placement:
-    """Before `parent` spawns a child: the depth budget, then one more child of its tree
-    (counted on the root by compare-and-swap, so concurrent spawns cannot overshoot)."""
+    """Before `parent` spawns a child: the depth budget, the tree's tokens and time (a child
+    of a tree that has used them up could not make one LLM call), then one more child of its
+    tree (counted on the root by compare-and-swap, so concurrent spawns cannot overshoot)."""
     chat = parent.root_id is None and is_chat_process(parent)
     root_id = None if chat else (parent.root_id or parent.pk)
     root = parent if root_id in (None, parent.pk) else ThinkProcess.objects.get(pk=root_id)
@@ -103,6 +131,7 @@ def check_spawn(parent: ThinkProcess) -> Placement:
             f"is {limits.max_depth}",
         )
     if root_id is not None:
+        check_spend(root, limits, tree_tokens(root_id))
         counted = ThinkProcess.objects.filter(
             pk=root_id, descendants__lt=limits.max_children
         ).update(descendants=F("descendants") + 1)
@@ -137,26 +166,8 @@ class TreeBudget:
         else:
             root_id = process.root_id or process.pk
             root = process if root_id == process.pk else self._root_row(root_id)
-            total = ThinkProcess.objects.filter(Q(pk=root_id) | Q(root_id=root_id)).aggregate(
-                tokens=Sum(F("prompt_tokens") + F("completion_tokens"))
-            )
-            spent = int(total["tokens"] or 0)
-        limits = limits_of(root, process)
-        spent += unsaved_tokens
-        if spent >= limits.max_tokens:
-            raise BudgetExceeded(
-                "maxTokens",
-                f"the tree of {root.public_id} has spent {spent} tokens, the limit is "
-                f"{limits.max_tokens}",
-            )
-        if limits.max_wall_seconds:
-            age = (timezone.now() - root.created_at).total_seconds()
-            if age > limits.max_wall_seconds:
-                raise BudgetExceeded(
-                    "maxWallSeconds",
-                    f"the tree of {root.public_id} has run {age:.0f} s, the limit is "
-                    f"{limits.max_wall_seconds:g} s",
-                )
+            spent = tree_tokens(root_id)
+        check_spend(root, limits_of(root, process), spent + unsaved_tokens)
 
     def _root_row(self, root_id: int) -> ThinkProcess:
         if self._root is None:

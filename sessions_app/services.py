@@ -97,9 +97,16 @@ def create_session(
 ) -> Session:
     """Open a session and start its chat process from the chat recipe."""
     project = get_visible_project(user, project_id)
-    chat_recipe = resolve_recipe(
-        project, recipe=recipe or settings.VANCETOPE_DEFAULT_CHAT_RECIPE, engine=None
-    )
+    is_human = client_type in HUMAN_CLIENT_TYPES
+    if recipe:
+        chat_recipe = resolve_recipe(project, recipe=recipe, engine=None)
+    else:
+        engine = (
+            settings.VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE
+            if is_human
+            else settings.VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE
+        )
+        chat_recipe = resolve_recipe(project, recipe=None, engine=engine)
     policy = (
         on_disconnect
         or chat_recipe.params.get("onDisconnect")
@@ -111,7 +118,7 @@ def create_session(
             owner=user,
             project=project,
             client_type=client_type,
-            is_human=client_type in HUMAN_CLIENT_TYPES,
+            is_human=is_human,
             system=system,
             on_disconnect=policy,
             machine_id=fp.machine_id,

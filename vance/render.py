@@ -8,9 +8,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from vance.inbox import inbox_panel
+from vance.tasktree import TaskTreeFollower
 
 STATUS_STYLES = {
     "RUNNING": "green",
@@ -103,34 +103,6 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def task_tree(process_id: str, tree: Any) -> Tree:
-    """A task tree of any engine: nodes are dicts with a title-ish field, a status and
-    `children`; anything else is shown as it is."""
-    root = Tree(Text(f"{process_id} task tree", style="bold"))
-    _add_nodes(root, tree)
-    return root
-
-
-def _add_nodes(parent: Tree, node: Any) -> None:
-    if isinstance(node, list):
-        for child in node:
-            _add_nodes(parent, child)
-        return
-    if not isinstance(node, dict):
-        parent.add(str(node))
-        return
-    label = next(
-        (str(node[key]) for key in ("title", "name", "goal", "text", "id") if node.get(key)),
-        "(node)",
-    )
-    line = Text(label)
-    if node.get("status"):
-        line.append("  ")
-        line.append_text(status_text(str(node["status"])))
-    branch = parent.add(line)
-    _add_nodes(branch, node.get("children") or [])
-
-
 def error_text(data: dict[str, Any]) -> Text:
     return Text(
         f"[{data.get('code')}] {data.get('error')}: {data.get('message')}", style="bold red"
@@ -151,6 +123,7 @@ class EventPrinter:
         self.statuses: dict[str, str] = {}  # the last status seen of each process
         # Inbox items as last seen (events, /inbox), so /answer knows each one's kind.
         self.inbox_items: dict[str, dict[str, Any]] = {}
+        self.trees = TaskTreeFollower()
 
     def end_stream(self) -> None:
         if self.streaming is not None:
@@ -220,7 +193,8 @@ class EventPrinter:
         self.line(line)
 
     def on_task_tree(self, data: dict[str, Any]) -> None:
-        self.line(task_tree(str(data.get("processId")), data.get("tree")))
+        for shown in self.trees.update(str(data.get("processId")), data.get("tree")):
+            self.line(shown)
 
     def on_inbox_item(self, data: dict[str, Any]) -> None:
         item = data.get("item") or {}

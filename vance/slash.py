@@ -9,12 +9,14 @@ from rich.text import Text
 from vance.exits import EXIT_OK
 from vance.inbox import answer_from_text, answered_text, inbox_panel
 from vance.render import error_text, process_table
+from vance.tasktree import task_tree
 
 if TYPE_CHECKING:
     from vance.chat import ChatClient
 
 HELP = """\
 /processes [STATUS]    the processes of this session
+/tree [tp_N]           a process's task tree now (default: the last one that changed)
 /steer tp_N TEXT       send a steering message to a process
 /pause [tp_N]          pause a process (default: the chat process)
 /resume [tp_N]         resume a paused, suspended or drifted process
@@ -57,6 +59,8 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
             chat.printer.line(error_text(reply["data"]))
         else:
             chat.printer.line(process_table(reply["data"]["processes"], "This session"))
+    elif name == "tree":
+        await show_tree(chat, rest or chat.printer.trees.last_process)
     elif name == "steer":
         process_id, _, text = rest.partition(" ")
         if not process_id or not text.strip():
@@ -105,6 +109,22 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
     else:
         chat.printer.line(Text(f"unknown command /{name}; /help lists them", style="yellow"))
     return None
+
+
+async def show_tree(chat: ChatClient, process_id: str | None) -> None:
+    """The process's tree as the Brain has it now (process-get), not as last shown."""
+    if not process_id:
+        chat.printer.line(Text("no task tree seen in this chat yet; /tree tp_N", style="yellow"))
+        return
+    reply = await chat.request("process-get", {"processId": process_id})
+    if reply["type"] == "error":
+        chat.printer.line(error_text(reply["data"]))
+        return
+    tree = reply["data"]["process"].get("taskTree")
+    if tree is None:
+        chat.printer.line(Text(f"{process_id} has no task tree", style="dim"))
+    else:
+        chat.printer.line(task_tree(process_id, tree))
 
 
 def show_reply(chat: ChatClient, reply: dict[str, Any], success: str) -> None:

@@ -212,7 +212,13 @@ ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 
 # --- sessions ------------------------------------------------------------------------------------
-VANCETOPE_DEFAULT_CHAT_RECIPE = env_str("VANCETOPE_DEFAULT_CHAT_RECIPE", "ford")
+# The chat engine of a session that names no recipe (`session.defaultChatEngine`): arthur for a
+# person (it answers and starts workers), ford for a system session (cron, webhook, workflow),
+# whose chat process only answers what it is told. A session may name any recipe instead.
+VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE = env_str("VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE", "arthur")
+VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE = env_str("VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE", "ford")
+# The recipe of a process a client creates without naming a recipe or an engine.
+VANCETOPE_DEFAULT_PROCESS_RECIPE = env_str("VANCETOPE_DEFAULT_PROCESS_RECIPE", "deep-think")
 VANCETOPE_MAX_FRAME_BYTES = env_int("VANCETOPE_MAX_FRAME_BYTES", 1024 * 1024)
 # Streamed text is stored and pushed at most this often per turn; deltas in between are joined
 # into one chat-delta event (a slow LLM's deltas still go out one by one).

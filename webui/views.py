@@ -16,7 +16,7 @@ from inbox.models import InboxItem, InboxStatus
 from inbox.presenters import item_data
 from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
-from processes.presenters import process_detail
+from processes.presenters import process_data, process_detail
 from processes.states import Status
 from vancetope.errors import BadRequest, BrainError, NotFound
 from vancetope.ids import parse_public_id
@@ -55,9 +55,11 @@ def process_detail_page(request: HttpRequest, process_id: str) -> HttpResponse:
         raise Http404(exc.message) from exc
     detail = process_detail(process)
     tree = detail["taskTree"]
+    children = queries.visible_processes(request.user).filter(parent_id=process.pk).order_by("pk")
     context = {
         "process": detail,
         "task_tree": json.dumps(tree, indent=2, ensure_ascii=False) if tree is not None else None,
+        "children": [process_data(child) for child in children[:LIST_LIMIT]],
         "mode": "dashboard",
     }
     return render(request, "webui/process_detail.html", context)

@@ -6,6 +6,9 @@ The tree lives in `engine_state["taskTree"]` (PROTOCOL.md's task tree object) an
 - PLAN: the LLM step `plan` returns tasks through `plan_tasks`; they become the PLAN node's
   children (bounded by `maxNodes` and `maxDepth`); an AGGREGATE is added if the plan has none.
   The person's steers so far are shown to the next PLAN step.
+- The person may cancel a node that has not finished (a CONTROL `cancel-node`, sent by
+  processes/actions/task_tree.py): it is SKIPPED with what was planned under it, and a running
+  worker is stopped. Pausing marvin pauses its workers too (processes/actions/lifecycle.py).
 - WORKER: spawns a worker sub-process (the node's recipe, default `marvin-worker`) and ends the
   turn; the worker's ParentReport finishes the node (its result is the report).
 - USER_INPUT: the process goes BLOCKED with the node's question, which reaches the parent
@@ -28,7 +31,7 @@ from typing_extensions import override
 from engines.base import Contract, Summary, ThinkEngine
 from engines.capabilities import LlmMessage, StructuredOutputError, ToolSchema
 from engines.context import Finish
-from engines.messages import Control, ParentReport
+from engines.messages import CANCEL_NODE, Control, ParentReport
 from engines.registry import register_engine
 
 if TYPE_CHECKING:
@@ -110,12 +113,12 @@ class Tree:
             node["recipe"] = task["recipe"]
         # Children run right after their PLAN node, before what followed it.
         position = self.nodes.index(parent) + 1
-        while position < len(self.nodes) and self._under(self.nodes[position], parent):
+        while position < len(self.nodes) and self.is_under(self.nodes[position], parent):
             position += 1
         self.nodes.insert(position, node)
         return node
 
-    def _under(self, node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
+    def is_under(self, node: dict[str, Any], ancestor: dict[str, Any]) -> bool:
         while node["parentId"] is not None:
             node = self.node(node["parentId"])
             if node is ancestor:
@@ -212,6 +215,8 @@ class Marvin(ThinkEngine):
         tree = Tree(process.engine_state)
         if isinstance(message, ParentReport):
             self._report(tree, message)
+        elif isinstance(message, Control) and message.text == CANCEL_NODE:
+            self._cancel(ctx, tree, str(message.args.get("nodeId", "")))
         elif not (isinstance(message, Control) and message.text == ADVANCE):
             blocked = tree.running()
             if blocked is not None and blocked["status"] == "BLOCKED":
@@ -231,6 +236,22 @@ class Marvin(ThinkEngine):
             tree.mark(node, "DONE", result=report.text)
         else:
             tree.mark(node, "FAILED", error=report.error or f"worker {report.event}")
+
+    def _cancel(self, ctx: ThinkEngineContext, tree: Tree, node_id: str) -> None:
+        """The person cancelled a node: skipped with what was under it; a running worker is
+        stopped (its STOPPED report is no longer waited for). A node that finished since the
+        order was given is left as it is."""
+        node = next((n for n in tree.nodes if n["id"] == node_id), None)
+        if node is None or node["status"] not in {"PENDING", "RUNNING", "BLOCKED"}:
+            return
+        child = str(node.get("processId", ""))
+        if node["status"] == "RUNNING" and child in tree.state["waiting"]:
+            del tree.state["waiting"][child]
+            ctx.processes.stop(child)
+        for under in tree.nodes:
+            if under["status"] == "PENDING" and tree.is_under(under, node):
+                tree.mark(under, "SKIPPED", error="its parent node was cancelled")
+        tree.mark(node, "SKIPPED", error="cancelled by the person")
 
     def _advance(self, process: ProcessView, ctx: ThinkEngineContext, tree: Tree) -> None:
         """Run nodes until one waits (a worker, a question) or the tree is done."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from engines.base import ParamsRefused
@@ -35,6 +36,9 @@ def create_process(
         raise Conflict(f"session {session.public_id} is {session.status}")
     if parent is not None and parent.session_id != session.pk:
         raise NotFound(f"parent process {parent.public_id} not found in {session.public_id}")
+    if not recipe and not engine:
+        # A client that names neither gets deep thinking (marvin), not a chat.
+        recipe = settings.VANCETOPE_DEFAULT_PROCESS_RECIPE
     chosen = resolve_recipe(session.project, recipe=recipe, engine=engine)
     engine_impl = get_engine(chosen.engine)
     if engine_impl is None:

@@ -120,9 +120,27 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
     report_to_parent(process, process.status, process.close_reason)
     if call is Call.STOP:
         stop_children(process_id)
+    elif call in (Call.PAUSE, Call.RESUME):
+        pause_or_resume_children(process_id, call)
     if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
         wake_lane(process_id)
     return process
+
+
+def pause_or_resume_children(process_id: int, call: Call) -> None:
+    """Pausing a process pauses its tree: each open child (and, by its own call, its children)
+    stops at its next boundary, and resuming the process resumes the paused ones. A child
+    whose status does not allow the call (not started yet, closed meanwhile) is left as it is."""
+    children = ThinkProcess.objects.filter(parent_id=process_id)
+    if call is Call.RESUME:
+        children = children.filter(status=Status.PAUSED)
+    else:
+        children = children.exclude(status__in=[Status.CLOSED, Status.PAUSED, Status.INIT])
+    for child_id in children.values_list("pk", flat=True):
+        try:
+            lifecycle_call(child_id, call)
+        except (Conflict, Unavailable):
+            continue
 
 
 def stop_children(process_id: int) -> None:

@@ -112,3 +112,29 @@ def test_a_question_is_answered_on_its_page_and_a_bad_answer_is_a_form_error(ope
     assert refused.status_code == 200
     assert "answer.decision" in refused.content.decode()
     assert InboxItem.objects.get(pk=approval.pk).status == InboxStatus.OPEN
+
+
+def test_the_origin_process_is_linked_to_its_admin_page_in_the_list_and_on_the_item(
+    operator, alice
+):
+    # given
+    origin = chat_of(alice)
+    item = post_item(origin, "APPROVAL", "Deploy?", "")
+    process_url = reverse("admin:processes_thinkprocess_change", args=[origin.pk])
+    # when
+    changelist = operator.get(reverse(CHANGELIST)).content.decode()
+    change = operator.get(reverse("admin:inbox_inboxitem_change", args=[item.pk])).content.decode()
+    # then
+    assert f'<a href="{process_url}">{origin.public_id}</a>' in changelist
+    assert f'href="{process_url}"' in change
+
+
+def test_an_item_whose_process_row_is_gone_names_it_without_a_link(operator, alice):
+    # given: the origin process's row deleted (the item outlives it)
+    origin = chat_of(alice)
+    post_item(origin, "OUTPUT_TEXT", "Report", "")
+    ThinkProcess.objects.filter(pk=origin.pk).delete()
+    # when
+    changelist = operator.get(reverse(CHANGELIST)).content.decode()
+    # then
+    assert f"{origin.public_id} (gone)" in changelist

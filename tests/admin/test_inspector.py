@@ -81,6 +81,52 @@ def test_process_page_shows_the_task_tree_as_pretty_json(operator, alice):
     assert 'name="task_tree"' not in page
 
 
+def marvin_like_tree(worker: ThinkProcess) -> dict[str, Any]:
+    return {
+        "rootId": "n1",
+        "nodes": [
+            {"id": "n1", "parentId": None, "kind": "PLAN", "title": "Plan <b>trip</b>",
+             "status": "DONE", "startedAt": "2026-12-01T10:00:00Z",
+             "finishedAt": "2026-12-01T10:00:02.5Z"},
+            {"id": "n2", "parentId": "n1", "kind": "WORKER", "title": "Trains",
+             "status": "RUNNING", "processId": worker.public_id},
+            {"id": "n3", "parentId": "n1", "kind": "WORKER", "title": "Hotels",
+             "status": "FAILED", "error": "budget <maxTokens> exceeded"},
+        ],
+    }  # fmt: skip
+
+
+def test_process_page_draws_the_task_tree_with_status_colours_and_worker_links(operator, alice):
+    # given: a process whose tree's WORKER node runs in a child process
+    session = open_session(alice)
+    parent = create_process(session, goal="plan a trip", engine="ford", start=False)
+    worker = create_process(session, goal="trains", engine="ford", parent=parent, start=False)
+    ThinkProcess.objects.filter(pk=parent.pk).update(
+        engine_state={"taskTree": marvin_like_tree(worker)}
+    )
+    # when
+    page = process_page(operator, parent.pk)
+    # then: the nodes nested under their parent, each with its status and colour
+    assert '<ul class="task-tree-nodes"><li data-node="n1" data-status="DONE">' in page
+    assert '<li data-node="n2" data-status="RUNNING">' in page
+    assert page.index('data-node="n1"') < page.index(
+        '<ul class="task-tree-nodes"><li data-node="n2"'
+    )
+    assert 'color: #1f7a3d; font-weight: bold">● DONE' in page
+    assert 'color: #b3261e; font-weight: bold">● FAILED' in page
+    assert "· 2.5 s" in page
+    # and the worker linked to its own admin page, the error shown, every title escaped
+    worker_url = reverse("admin:processes_thinkprocess_change", args=[worker.pk])
+    assert f' · worker <a href="{worker_url}">{worker.public_id}</a>' in page
+    assert "budget &lt;maxTokens&gt; exceeded" in page
+    assert "Plan &lt;b&gt;trip&lt;/b&gt;" in page
+    assert "<b>trip</b>" not in page
+    # and the raw JSON is still there, folded away
+    assert '<details><summary>raw JSON</summary><pre class="task-tree"' in page
+    # and the sub-processes are listed, linked
+    assert f'<a href="{worker_url}">{worker.public_id}</a> INIT' in page
+
+
 def test_process_page_says_when_there_is_no_task_tree(operator, alice):
     session = open_session(alice)
     page = process_page(operator, session.chat_process_id)

@@ -243,7 +243,7 @@ def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, t
         chat = vance(config_dir, "chat", "--session", session_id, cwd=elsewhere)
         chat.expect(rf"resumed session {session_id}")
         chat.expect("context drift")
-        drifted = chat.expect(r"(tp_\d+) \(ford: chat\) — /resume tp_\d+ \(at your own risk\)")
+        drifted = chat.expect(r"(tp_\d+) \(arthur: chat\) — /resume tp_\d+ \(at your own risk\)")
         process_id = drifted.group(1)
         chat.expect(rf"/stop {process_id}, or /reset {process_id}")
         chat.send_line(f"/resume {process_id}")
@@ -302,6 +302,81 @@ def test_an_inbox_item_shows_inline_and_is_answered_with_slash_answer(setup: Set
         chat.expect(rf"\[409\] conflict: cannot answer inbox item {item_id}: it is ANSWERED")
         chat.send_line("/inbox")
         chat.expect("no OPEN inbox items")
+        chat.send_line("/quit")
+        assert chat.wait() == 0
+    finally:
+        if chat is not None:
+            chat.close()
+        brain.stop()
+
+
+DEEP_THINK_SCRIPT = """\
+- engine: arthur
+  match: "^study Saturn$"
+  times: 1
+  tool_calls:
+    - name: process_create
+      arguments: {recipe: deep-think, goal: "study Saturn"}
+- engine: arthur
+  match: "^study Saturn$"
+  reply: "I started a deep think."
+- engine: arthur
+  match: "^\\\\[report from tp_\\\\d+ \\\\(marvin\\\\): DONE\\\\]"
+  reply: "Marvin reports 95 moons and 7 rings."
+- engine: marvin
+  step: plan
+  tool_calls:
+    - name: plan_tasks
+      arguments:
+        tasks:
+          - {kind: WORKER, title: Moons, goal: "count the moons"}
+          - {kind: WORKER, title: Rings, goal: "count the rings"}
+          - {kind: AGGREGATE, title: Report}
+- engine: frankie
+  match: "count the moons"
+  reply: "95 moons."
+  delay: 0.5
+- engine: frankie
+  match: "count the rings"
+  reply: "7 rings."
+  delay: 0.5
+- engine: marvin
+  step: aggregate
+  reply: "Saturn: 95 moons, 7 rings."
+"""
+
+
+def test_chat_follows_a_task_tree_with_one_line_per_change_and_prints_it_on_slash_tree(
+    setup: Setup, tmp_path: Path
+):
+    env, _, port, config_dir, work = setup
+    script = tmp_path / "script.yaml"
+    script.write_text(DEEP_THINK_SCRIPT)
+    brain = Brain({**env, "VANCETOPE_LLM_SCRIPT": str(script)}, port)
+    chat: Terminal | None = None
+    try:
+        login(config_dir, port, Path(env["VANCETOPE_VAR_DIR"]) / "token", work)
+        chat = vance(config_dir, "chat", "--recipe", "arthur", cwd=work)
+        chat.expect(r"new session sess_\d+")
+        # when arthur starts a deep think (marvin) for the person
+        chat.send_line("study Saturn")
+        # then its tree shows whole once it is planned, with the plan's nodes under it
+        marvin = chat.expect(r"(tp_\d+) task tree · \d/4 finished").group(1)
+        chat.expect(r"WORKER Moons \(n2\)")
+        chat.expect(r"WORKER Rings \(n3\)")
+        # and each worker's progress is one line, with its worker process while it runs
+        chat.expect(rf"▶ {marvin} n2 Moons — RUNNING  worker tp_\d+")
+        chat.expect(rf"✓ {marvin} n2 Moons — DONE \d+\.\ds")
+        chat.expect(rf"✓ {marvin} n3 Rings — DONE \d+\.\ds")
+        # and the finished tree once more, then arthur tells the person
+        chat.expect(rf"{marvin} task tree · 4/4 finished")
+        chat.expect(r"brain › Marvin reports 95 moons and 7 rings\.")
+        # the tree was printed whole only when first seen, when planned and when finished
+        assert chat.output.count(f"{marvin} task tree") <= 3
+        # when /tree asks for it, the Brain's current tree is printed
+        chat.send_line("/tree")
+        chat.expect(rf"{marvin} task tree · 4/4 finished")
+        chat.expect(r"✓ AGGREGATE Report \(n4\)  DONE")
         chat.send_line("/quit")
         assert chat.wait() == 0
     finally:

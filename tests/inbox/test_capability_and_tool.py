@@ -42,7 +42,8 @@ def context_of(process_id: int):  # type: ignore[no-untyped-def]
 
 def test_a_process_without_inbox_post_in_its_pool_has_no_ctx_inbox(alice):
     session = open_session(alice)
-    ctx = context_of(session.chat_process_id)
+    worker = create_process(session, goal="answer", engine="ford", start=False)
+    ctx = context_of(worker.pk)
     with pytest.raises(CapabilityNotAvailable, match="inbox_post is not in this process's"):
         ctx.inbox.post(kind="APPROVAL", title="t", body="")
 

@@ -25,6 +25,7 @@ from processes.queries import forget_chat_process
 from processes.states import Status
 from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session
+from vancetope.tools.models import ToolHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,6 +35,7 @@ CONVERSATION = ConversationMessage._meta.db_table
 TRANSITION = ProcessTransition._meta.db_table
 SESSION = Session._meta.db_table
 EVENT = SessionEvent._meta.db_table
+HEALTH = ToolHealth._meta.db_table
 
 # send_chat: one transaction (BEGIN and COMMIT are round trips too, and counted).
 CHAT = [
@@ -47,7 +49,7 @@ CHAT = [
 # first (cached afterwards).
 FIRST_CHAT = [f"SELECT {SESSION}", *CHAT]
 
-# The lane draining the one message.
+# The lane draining the one message (arthur's turn that answers without calling a tool).
 LANE = [
     f"UPDATE {PROCESS}",  # take the lease (compare-and-swap), returning the process row
     f"SELECT {PENDING}",  # the next pending message
@@ -58,6 +60,10 @@ LANE = [
     f"UPDATE {SESSION}",  # the events' seqs
     f"INSERT {EVENT}",  # process-status RUNNING, the user's chat-message
     "COMMIT",
+    # arthur (the chat engine of a person's session) offers tools: who calls and where its
+    # client is (the session, once), and which tools are healthy
+    f"SELECT {SESSION}",
+    f"SELECT {HEALTH}",
     # the commit of the turn, which also ends the run and lets the lane go
     "BEGIN",
     f"INSERT {CONVERSATION}",  # the user's message and the answer
@@ -71,13 +77,13 @@ LANE = [
     "COMMIT",
 ]
 # The first turn of a process in this worker OS process reads its committed conversation
-# (kept per worker afterwards) when it builds the prompt, after showing the user's message.
-FIRST_LANE = [*LANE[:8], f"SELECT {CONVERSATION}", *LANE[8:]]
+# (kept per worker afterwards) when it builds the prompt, after reading its tools.
+FIRST_LANE = [*LANE[:10], f"SELECT {CONVERSATION}", *LANE[10:]]
 
 # Statements per vendor: (the chat, the lane). The same today on both.
 COUNTS = {
-    "sqlite": {"first chat": (6, 19), "next chat": (5, 18)},
-    "postgresql": {"first chat": (6, 19), "next chat": (5, 18)},
+    "sqlite": {"first chat": (6, 21), "next chat": (5, 20)},
+    "postgresql": {"first chat": (6, 21), "next chat": (5, 20)},
 }
 
 

@@ -158,7 +158,7 @@ def test_a_child_below_max_depth_cannot_spawn_and_fails_naming_max_depth(alice, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_once_the_tree_has_spent_max_tokens_the_next_llm_call_fails_naming_the_budget(
+def test_once_the_tree_has_spent_max_tokens_it_spawns_no_more_and_fails_naming_the_budget(
     alice, spawner
 ):
     # given a tree of at most 30 tokens (the scripted provider counts words), whose first
@@ -169,13 +169,34 @@ def test_once_the_tree_has_spent_max_tokens_the_next_llm_call_fails_naming_the_b
     assert [report["event"] for report in first.values()] == ["DONE"]
     # when it spawns another worker
     steer.steer_process(parent.pk, "spawn 1 a short goal")
-    # then that worker's first LLM call is refused: it fails naming the budget, and says so
-    second = wait_until(lambda: len(state(parent.pk)["reports"]) == 2 and state(parent.pk))
-    [(child_id, report)] = [(c, r) for c, r in second["reports"].items() if c not in first]
-    assert report["event"] == "FAILED"
-    assert "budget maxTokens exceeded" in report["error"]
-    failed = ThinkProcess.objects.get(pk=int(child_id.removeprefix("tp_")))
+    # then the spawn is refused: the parent fails naming the budget, and no worker is made
+    failed = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=parent.pk, status=Status.CLOSED).first()
+    )
+    assert failed.close_reason == CloseReason.FAILED
+    assert "budget maxTokens exceeded" in failed.last_error
+    assert ThinkProcess.objects.filter(parent=parent).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_tree_spent_max_tokens_after_its_spawn_fails_its_first_llm_call(
+    alice, spawner
+):
+    # given a worker spawned (not yet started) in a tree of at most 30 tokens
+    parent = ThinkProcess.objects.get(pk=parent_of(alice, maxTokens=30).pk)
+    worker = create.create_process(
+        parent.session, goal="a short goal", engine="frankie", parent=parent, start=False
+    )
+    # and a sibling's work spends the tree's tokens meanwhile
+    ThinkProcess.objects.filter(pk=parent.pk).update(prompt_tokens=31)
+    # when the worker starts
+    lifecycle.start_process(worker.pk)
+    # then its LLM call is refused: it fails naming the budget, having spent nothing
+    failed = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=worker.pk, status=Status.CLOSED).first()
+    )
     assert (failed.close_reason, failed.prompt_tokens) == (CloseReason.FAILED, 0)
+    assert "budget maxTokens exceeded" in failed.last_error
 
 
 @pytest.mark.django_db(transaction=True)
@@ -237,7 +258,7 @@ def test_a_parent_acts_only_on_its_own_children(alice, bob, spawner):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_tree_older_than_max_wall_seconds_fails_its_next_llm_call(alice, spawner):
+def test_a_tree_older_than_max_wall_seconds_spawns_no_more_workers(alice, spawner):
     # given a tree allowed to run 60 s whose root was created two minutes ago
     parent = parent_of(alice, maxWallSeconds=60)
     ThinkProcess.objects.filter(pk=parent.pk).update(
@@ -245,10 +266,31 @@ def test_a_tree_older_than_max_wall_seconds_fails_its_next_llm_call(alice, spawn
     )
     # when it spawns a worker
     steer.steer_process(parent.pk, "spawn 1 too late")
-    # then the worker fails naming the budget
-    report = wait_until(lambda: next(iter(state(parent.pk)["reports"].values()), None))
-    assert report["event"] == "FAILED"
-    assert "budget maxWallSeconds exceeded" in report["error"]
+    # then the spawn is refused and the parent fails naming the budget
+    failed = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=parent.pk, status=Status.CLOSED).first()
+    )
+    assert "budget maxWallSeconds exceeded" in failed.last_error
+    assert not ThinkProcess.objects.filter(parent=parent).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_of_a_tree_that_ran_out_of_time_fails_its_next_llm_call(alice, spawner):
+    # given a worker spawned in a tree allowed to run 60 s, and the tree then ages past that
+    parent = ThinkProcess.objects.get(pk=parent_of(alice, maxWallSeconds=60).pk)
+    worker = create.create_process(
+        parent.session, goal="too late", engine="frankie", parent=parent, start=False
+    )
+    ThinkProcess.objects.filter(pk=parent.pk).update(
+        created_at=timezone.now() - timedelta(minutes=2)
+    )
+    # when the worker starts
+    lifecycle.start_process(worker.pk)
+    # then its LLM call is refused, naming the budget
+    failed = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=worker.pk, status=Status.CLOSED).first()
+    )
+    assert "budget maxWallSeconds exceeded" in failed.last_error
 
 
 @pytest.mark.django_db(transaction=True)

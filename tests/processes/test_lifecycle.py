@@ -49,8 +49,8 @@ def test_session_create_starts_its_chat_process_idle(alice):
     # then
     chat = ThinkProcess.objects.get(pk=session.chat_process_id)
     assert chat.status == Status.IDLE
-    assert chat.think_engine == "ford"
-    assert chat.recipe_snapshot["name"] == "ford"
+    assert chat.think_engine == "arthur"
+    assert chat.recipe_snapshot["name"] == "arthur"
     calls = list(ProcessTransition.objects.filter(process=chat).values_list("call", "to_status"))
     assert calls == [("start", "IDLE")]
 

@@ -107,8 +107,10 @@ def test_a_worker_whose_provider_is_down_tells_its_parent_it_waits_and_why(
     # given a worker under a parent, both on a provider that is down
     session = open_session(alice)
     parent = create.create_process(session, goal="", engine="ford")
+    # the parent only collects what it hears (paused before its worker exists, so the worker
+    # is not paused with it)
+    lifecycle.pause_process(parent.pk)
     worker = create.create_process(session, goal="", engine="ford", parent=parent)
-    lifecycle.pause_process(parent.pk)  # the parent only collects what it hears
     # when the worker is steered
     steer.steer_process(worker.pk, "do it")
     settled(worker.pk, Status.BLOCKED)

@@ -1,5 +1,7 @@
 """Celery workers killed with SIGKILL mid-turn: nothing lost, nothing applied twice, and the
-process continues once the dead worker's lease expires (the lane sweeper recovers it)."""
+process continues once the dead worker's lease expires (the lane sweeper recovers it). A marvin
+tree killed between two of its nodes completes without running a finished node again (the
+PostgreSQL + Redis side of tests/e2e/test_marvin_restart.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from django.db import connection
 
+from processes.actions.create import create_process
 from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.recovery import recover_lanes
@@ -164,3 +168,104 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
     message = PendingMessage.objects.get(process_id=chat_id)
     assert not message.consumed
     assert not ConversationMessage.objects.filter(process_id=chat_id).exists()
+
+
+MARVIN_SCRIPT = [
+    # Each rule fires once: a plan or a first task run again would get the echo, and the
+    # tree would fail or show it.
+    {
+        "engine": "marvin",
+        "step": "plan",
+        "times": 1,
+        "tool_calls": [
+            {
+                "name": "plan_tasks",
+                "arguments": {
+                    "tasks": [
+                        {"kind": "WORKER", "title": "First", "goal": "the first task"},
+                        {"kind": "WORKER", "title": "Second", "goal": "the second task"},
+                        {"kind": "AGGREGATE", "title": "Report"},
+                    ]
+                },
+            }
+        ],
+    },
+    {"engine": "frankie", "match": "the first task", "times": 1, "reply": "first done"},
+    # Slow, so that the worker OS process is killed while the second worker runs.
+    {"engine": "frankie", "match": "the second task", "reply": "second done", "delay": 2},
+    {"engine": "marvin", "step": "aggregate", "times": 1, "reply": "both done"},
+]
+
+
+def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rerunning_one(
+    alice, settings, tmp_path
+):
+    # given a marvin tree driven by Celery workers, its first node done, its second running
+    script = tmp_path / "marvin.yaml"
+    script.write_text(yaml.safe_dump(MARVIN_SCRIPT))
+    queue = f"vt-marvin-{uuid.uuid4().hex[:8]}"
+    env = worker_env(queue, script, tmp_path, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
+    settings.VANCETOPE_WORKER = "celery"
+    settings.VANCETOPE_LLM_SCRIPT = str(script)
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m"),
+    )
+    workers = [CeleryWorker(env, queue, "worker-0")]
+
+    def tree_nodes() -> list[dict[str, Any]]:
+        tree = ThinkProcess.objects.get(pk=marvin.pk).engine_state.get("taskTree") or {}
+        return list(tree.get("nodes", []))
+
+    def nodes() -> list[str]:
+        return [node["status"] for node in tree_nodes()]
+
+    try:
+        marvin = create_process(session, recipe="deep-think", goal="two tasks")
+        wait_until(lambda: nodes()[1:3] == ["DONE", "RUNNING"], timeout=60, interval=0.05)
+        second_id = int(tree_nodes()[2]["processId"].removeprefix("tp_"))
+        killed_holding = wait_until(
+            lambda: ThinkProcess.objects.filter(pk=second_id).exclude(lease_owner="").first(),
+            timeout=30,
+            interval=0.02,
+        )
+        # when the worker OS process dies there and a fresh one takes over
+        workers[-1].kill()
+        workers.append(CeleryWorker(env, queue, "worker-1"))
+
+        # then the sweeper brings the dead lanes back and the tree completes
+        def closed() -> bool:
+            recover_lanes(min_pending_age=timedelta(0))
+            return ThinkProcess.objects.get(pk=marvin.pk).status == Status.CLOSED
+
+        wait_until(closed, timeout=LEASE_SECONDS + 60, interval=0.3)
+    finally:
+        for worker in workers:
+            worker.stop()
+        celery_app.conf.task_default_queue = previous_queue
+
+    done = ThinkProcess.objects.get(pk=marvin.pk)
+    assert (done.close_reason, done.last_error) == ("DONE", ""), done.last_error
+    tree = done.engine_state["taskTree"]["nodes"]
+    assert [node["status"] for node in tree] == ["DONE"] * 4
+    # a worker's result is its report: its goal, its outcome and its answer
+    assert [node["result"].split("\n")[-1] for node in tree[1:]] == [
+        "first done",
+        "second done",
+        "both done",
+    ]
+    # one worker process per WORKER node, and the first one answered once
+    workers_of_tree = ThinkProcess.objects.filter(parent_id=marvin.pk).order_by("pk")
+    assert [f"tp_{w.pk}" for w in workers_of_tree] == [node["processId"] for node in tree[1:3]]
+    first = workers_of_tree[0]
+    answers = ConversationMessage.objects.filter(process_id=first.pk, role="assistant")
+    assert [a.content for a in answers] == ["first done"]
+    second = workers_of_tree[1]
+    # and the kill did land while the second worker held its lane (its start, which runs the
+    # task, is the whole of its work); a later lease, in the fresh worker, finished it
+    assert killed_holding.lease_owner, "the kill did not land mid-task"
+    assert second.lease_fence > killed_holding.lease_fence

@@ -32,12 +32,35 @@ CHROMIUM_ARGS = [
 ]
 DESKTOP = {"width": 1280, "height": 860}
 PHONE = {"width": 390, "height": 844}
-# One slow rule so the test can watch a reply grow word by word; everything else is echoed.
+# One slow rule so the test can watch a reply grow word by word, and a marvin tree whose two
+# workers take a few seconds each, so the process page can watch it grow; everything else is
+# echoed.
 LLM_SCRIPT = """
 - match: "^slowly"
   reply: "echo: slowly, one word after another, until the reply is complete"
   delay_per_delta: 0.15
+- engine: marvin
+  step: plan
+  tool_calls:
+    - name: plan_tasks
+      arguments:
+        tasks:
+          - {kind: WORKER, title: "Count the <moons>", goal: "count the moons"}
+          - {kind: WORKER, title: "Count the rings", goal: "count the rings"}
+          - {kind: AGGREGATE, title: "Report"}
+- engine: frankie
+  match: "count the moons"
+  reply: "95 moons."
+  delay: 2.5
+- engine: frankie
+  match: "count the rings"
+  reply: "7 rings."
+  delay: 2.5
+- engine: marvin
+  step: aggregate
+  reply: "Saturn: 95 moons, 7 rings."
 """
+FINGERPRINT = {"machineId": "browser-test-machine", "workingDir": "/srv/browser"}
 
 if not CHROMIUM.exists():
     pytest.skip(
@@ -290,3 +313,143 @@ def test_an_approval_is_answered_on_the_inbox_page_and_reaches_the_chat(page, br
         expect(page.locator("#events")).to_contain_text(f"inbox {item_id} ANSWERED")
     finally:
         inbox.close()
+
+
+def token_of(brain: Brain) -> str:
+    return (Path(brain.env["VANCETOPE_VAR_DIR"]) / "token").read_text().strip()
+
+
+def emit_task_tree(env: dict[str, str], process_id: str, tree: dict[str, Any]) -> None:
+    """A task-tree event of the process, stored from a separate OS process on the Brain's
+    database as an engine's ctx.events would; sockets get it with the session's next event."""
+    code = (
+        "from sessions_app.events import emit_event; from processes.models import ThinkProcess; "
+        f"p = ThinkProcess.objects.get(pk={process_id[3:]}); "
+        f"emit_event(p.session_id, 'task-tree', {{'processId': {process_id!r}, 'tree': {tree!r}}})"
+    )
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page, brain):
+    # given: a deep-think process started over another client's socket
+    client = brain.socket(token_of(brain))
+    try:
+        client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        created = client.request("process-create", {"recipe": "deep-think", "goal": "Saturn"})
+        marvin_id = created["data"]["process"]["id"]
+        # when: its page is opened while it runs
+        page.goto(f"/processes/{marvin_id}")
+        section = page.locator("#task-tree")
+        view = page.locator("#task-tree-view")
+        # then: the plan's nodes are drawn, a worker is seen running, linked to its process
+        expect(section).to_have_attribute("data-live", "polling")
+        expect(view.locator("li.tree-node")).to_have_count(4)
+        running = view.locator("li.tree-node[data-status=RUNNING][data-kind=WORKER]")
+        expect(running).to_have_count(1)
+        expect(running.locator("a.worker-link")).to_have_attribute("href", re.compile(r"/tp_\d+$"))
+        expect(page.locator(".tree-legend li")).to_have_count(6)
+        screenshot(page, "process-tree-running")
+        # the plan (the root) holds the three other nodes
+        plan = view.locator("li.tree-node[data-kind=PLAN]")
+        expect(plan.locator("li.tree-node")).to_have_count(3)
+        # a node's result opens on click, and stays open while the tree is redrawn
+        plan.locator("summary").first.click()
+        expect(plan.locator("dl.facts").first).to_contain_text("Saturn")
+        rendered = int(view.get_attribute("data-rendered"))
+        # when the tree finishes and the process closes, without reloading the page
+        expect(page.locator("#process-status")).to_have_text("CLOSED", timeout=40_000)
+        # then: every node DONE in its colour, each worker's result shown, the polling stopped
+        expect(view.locator("li.tree-node[data-status=DONE]")).to_have_count(4)
+        assert int(view.get_attribute("data-rendered")) > rendered
+        expect(section).to_have_attribute("data-live", "stopped")
+        expect(page.locator("#task-tree-note")).to_contain_text("final tree")
+        done_colour = view.locator("li.node-DONE > details.tree-box").first.evaluate(
+            "box => getComputedStyle(box).borderLeftColor"
+        )
+        assert done_colour == "rgb(31, 122, 61)"
+        expect(plan.locator("details.tree-box").first).to_have_attribute("open", "")
+        moons = view.locator("li.tree-node[data-kind=WORKER]").first
+        expect(moons.locator(".node-title")).to_have_text("Count the <moons>")
+        moons.locator("summary").click()
+        expect(moons.locator("dl.facts")).to_contain_text("95 moons.")
+        expect(moons.locator(".duration")).to_have_text(re.compile(r"^\d+\.\d s$"))
+        # and the sub-processes are listed, closed, each worker link leads to its own page
+        expect(page.locator("#children-table tbody tr")).to_have_count(2)
+        expect(page.locator("#children-table .status-CLOSED")).to_have_count(2)
+        screenshot(page, "process-tree-done")
+        worker_id = moons.locator("a.worker-link").inner_text()
+        moons.locator("a.worker-link").click()
+        expect(page).to_have_url(re.compile(f"/processes/{worker_id}$"))
+        parent = page.locator("#process").get_by_role("link", name=marvin_id)
+        expect(parent).to_have_attribute("href", f"/processes/{marvin_id}")
+    finally:
+        client.close()
+
+
+def test_the_interactive_page_draws_a_task_tree_event_of_its_session(page, brain):
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    tree = {
+        "rootId": "n1",
+        "nodes": [
+            {"id": "n1", "parentId": None, "kind": "PLAN", "title": "Plan", "status": "DONE"},
+            {"id": "n2", "parentId": "n1", "kind": "WORKER", "title": "Look <up>",
+             "status": "FAILED", "error": "budget maxTokens exceeded", "processId": "tp_999"},
+        ],
+    }  # fmt: skip
+    # when: a task-tree event of the session's process arrives (with the next chat's events)
+    emit_task_tree(brain.env, chat, tree)
+    page.fill("#chat-input", "after the tree")
+    page.press("#chat-input", "Enter")
+    # then: the same component draws it, under its process
+    drawn = page.locator("#interactive-tree")
+    expect(drawn.locator("li.tree-node")).to_have_count(2)
+    expect(drawn).to_have_attribute("data-process", chat)
+    failed = drawn.locator("li.tree-node[data-status=FAILED]")
+    expect(failed.locator(".node-title")).to_have_text("Look <up>")
+    expect(failed.locator("a.worker-link")).to_have_attribute("href", "/processes/tp_999")
+    failed.locator("summary").click()
+    expect(failed.locator("dd.error")).to_have_text("budget maxTokens exceeded")
+    expect(page.locator("#events")).to_contain_text(f"{chat} task tree updated")
+    screenshot(page, "interactive-tree")
+
+
+def test_the_interactive_inbox_button_counts_open_items_and_answers_them_in_place(page, brain):
+    # given: an interactive session whose chat process asks for an approval
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    toggle = page.locator("#inbox-toggle")
+    expect(toggle).to_be_enabled()
+    before = int(toggle.get_attribute("data-count"))
+    item_id = post_inbox_item(brain.env, chat, "APPROVAL", "Deploy?", "All tests pass.")
+    # when: the inbox button is pressed, the panel opens with the item and the count
+    toggle.click()
+    card = page.locator(f"#inbox-panel li[data-item='{item_id}']")
+    expect(card).to_contain_text("Deploy?")
+    expect(page.locator("#inbox-count")).to_have_text(str(before + 1))
+    expect(card.get_by_role("link", name=chat)).to_have_attribute("href", f"/processes/{chat}")
+    screenshot(page, "interactive-inbox")
+    # when: it is approved with a comment from the panel
+    card.get_by_label("Comment (optional)").fill("go ahead")
+    card.get_by_role("button", name="Approve").click()
+    # then: answered and delivered, gone from the panel, and the chat's process read it
+    expect(page.locator("#notice")).to_have_text(f"{item_id} answered.")
+    expect(card).to_have_count(0)
+    expect(page.locator("#inbox-count")).to_have_text(str(before))
+    expect(page.locator("#chat-log")).to_contain_text("approve: go ahead")
+    # and the workflow button stays off, saying what it needs
+    workflow = page.locator("#workflow-start")
+    expect(workflow).to_be_disabled()
+    expect(workflow).to_have_attribute("title", re.compile("Needs workflows"))

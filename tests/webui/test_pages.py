@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from inbox.models import InboxItem
 from inbox.services import dismiss_item, do_answer, post_item
+from processes.actions.create import create_process
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
@@ -138,6 +139,28 @@ def test_process_page_shows_the_conversation_and_the_task_tree(alice):
     assert f'href="/interactive/?process=tp_{chat_id}"' in page
     assert f'data-api="/api/runs?process=tp_{chat_id}"' in page
     assert f'data-api="/api/inbox?process=tp_{chat_id}"' in page
+
+
+def test_process_page_hands_its_tree_to_the_drawing_and_lists_its_sub_processes(alice):
+    # given: a process with a child
+    session = open_session(alice)
+    parent = create_process(session, goal="plan", engine="ford", start=False)
+    child = create_process(session, goal="trains </script>", engine="ford", parent=parent)
+    tree = {"rootId": "n1", "nodes": [{"id": "n1", "parentId": None, "title": "</script>x"}]}
+    ThinkProcess.objects.filter(pk=parent.pk).update(engine_state={"taskTree": tree})
+    # when
+    response = logged_in(alice).get(reverse("webui:process", args=[parent.public_id]))
+    # then: the tree goes to the page's script as JSON that cannot end the script early
+    page = response.content.decode()
+    assert '<script id="task-tree-data" type="application/json">' in page
+    assert "\\u003C/script\\u003Ex" in page
+    assert 'data-api="/api/processes/' + parent.public_id + '?messages=0"' in page
+    assert "webui/tasktree.js" in page
+    assert "webui/process.js" in page
+    # and the child is listed and linked, its goal escaped
+    assert [c["id"] for c in response.context["children"]] == [child.public_id]
+    assert f'<a href="/processes/{child.public_id}">{child.public_id}</a>' in page
+    assert "trains &lt;/script&gt;" in page
 
 
 def test_process_page_without_a_task_tree_says_it_has_none(alice):

@@ -1,5 +1,7 @@
 // Interactive mode: a WebSocket session (clientType "web", no local tools) speaking
-// PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events.
+// PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events,
+// the inbox panel (inbox-list, inbox-answer, inbox-dismiss) and task trees (task-tree events,
+// drawn by tasktree.js).
 "use strict";
 
 (function () {
@@ -31,6 +33,8 @@
     notice: $("notice"),
     events: $("events"),
     commands: Array.from(document.querySelectorAll("[data-command]")),
+    tree: $("interactive-tree"),
+    treeProcess: $("interactive-tree-process"),
   };
 
   let socket = null;
@@ -39,6 +43,9 @@
   const replies = new Map(); // request id -> callback(frame)
   const processes = new Map(); // process id -> {status, closeReason, goal}
   const streaming = new Map(); // process id -> the assistant bubble being streamed into
+  const trees = new Map(); // process id -> its latest task tree
+  let treeShown = null; // the process whose tree is drawn
+  const inbox = window.InboxPanel.create(send, notice);
 
   // --- helpers -------------------------------------------------------------------------------
 
@@ -118,6 +125,7 @@
       button.disabled = !open || !ALLOWED[button.dataset.command].includes(status);
     }
     ui.steerSend.disabled = !open || !ALLOWED["process-steer"].includes(status);
+    if (process && trees.has(process.id)) showTree(process.id);
   }
 
   function setProcessStatus(data) {
@@ -125,6 +133,26 @@
     // A pending count read at steer time is stale once the process moves on.
     if (data.processId === ui.select.value) ui.pending.textContent = "";
     remember({ id: data.processId, status: data.status, closeReason: data.closeReason || null });
+  }
+
+  // --- task trees ------------------------------------------------------------------------------
+
+  // The selected process's tree when it has one, else the one that changed last.
+  function showTree(processId) {
+    treeShown = processId;
+    ui.treeProcess.textContent = "of " + processId;
+    ui.tree.dataset.process = processId;
+    window.TaskTree.render(ui.tree, trees.get(processId), {
+      processUrl: (id) => "/processes/" + encodeURIComponent(id),
+    });
+  }
+
+  function onTaskTree(data) {
+    trees.set(data.processId, data.tree);
+    const selectedHasTree = trees.has(ui.select.value);
+    if (data.processId === treeShown || data.processId === ui.select.value || !selectedHasTree) {
+      showTree(data.processId);
+    }
   }
 
   // --- events ----------------------------------------------------------------------------------
@@ -180,6 +208,7 @@
         break;
       case "task-tree":
         logEvent(data.processId + " task tree updated");
+        onTaskTree(data);
         break;
       case "notification":
         logEvent((data.level ? data.level + ": " : "") + data.text);
@@ -188,11 +217,12 @@
         logEvent("session " + data.status);
         break;
       case "inbox-item": {
-        // Answered on the inbox page (a link in this panel); here it is news.
+        // News in the events list, and the inbox panel's items and count follow it.
         const item = data.item || {};
         logEvent("inbox " + item.id + " " + item.status + ": " + item.title);
         const news = document.getElementById("inbox-news");
         if (news && item.status === "OPEN") news.textContent = "new: " + item.id + " " + item.title;
+        inbox.onItem(item);
         break;
       }
       case "tool-call":
@@ -251,6 +281,7 @@
           ui.chatSend.disabled = false;
           showSelected();
           loadProcesses();
+          inbox.load();
         },
       );
     });
@@ -269,6 +300,7 @@
     processes.clear();
     streaming.clear();
     replies.clear();
+    trees.clear();
     ui.select.replaceChildren();
     ui.log.replaceChildren();
     connect();
@@ -322,6 +354,7 @@
     showSelected();
   });
   ui.projectForm.addEventListener("submit", newSession);
+
 
   connect();
 })();
