@@ -32,6 +32,7 @@ from vancetope.llm.base import LlmError as ProviderError
 __all__ = [
     "Completion",
     "Conversation",
+    "Definitions",
     "Events",
     "Inbox",
     "Llm",
@@ -51,13 +52,28 @@ __all__ = [
 
 
 class ProcessView(Protocol):
-    """The process row as an engine sees it: it reads the goal and owns `engine_state`."""
+    """The process row as an engine sees it: it reads the goal and owns `engine_state`.
+    `engine_params` are the params it was created with; the lane stores them with every call
+    too, so an engine may keep progress there (vogon's `strategyState`)."""
 
     @property
     def public_id(self) -> str: ...
 
     goal: str
     engine_state: dict[str, Any]
+    engine_params: dict[str, Any]
+
+
+class Definitions(Protocol):
+    """Named definitions a new process's params may refer to, looked up in its project
+    (`ThinkEngine.prepare_params`); implemented by `recipes_app/strategies.py`."""
+
+    def strategy(self, ref: Any, *, field: str) -> dict[str, Any]:
+        """A vogon strategy: by name (the project's, else the tenant's, else the bundled one)
+        or given inline (a mapping), checked against its JSON Schema and the recipes its phases
+        name; the copy to keep. A strategy that does not fit raises ParamsRefused naming the
+        field (`field` + the path inside an inline strategy)."""
+        ...
 
 
 class StructuredOutputError(Exception):

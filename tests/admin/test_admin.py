@@ -384,7 +384,7 @@ def test_recipe_form_refuses_an_unknown_engine(operator, alice):
     errors = response.context["adminform"].form.errors
     # (every registered engine is named, in order; the built-in ones at least)
     registered = sorted(engine.name for engine in all_engines())
-    assert {"agrajag", "arthur", "ford", "frankie", "marvin", "zaphod"} <= set(registered)
+    assert {"agrajag", "arthur", "ford", "frankie", "marvin", "vogon", "zaphod"} <= set(registered)
     assert errors["engine"] == [
         f"unknown think engine 'no-such-engine'; registered: {', '.join(registered)}"
     ]
