@@ -182,10 +182,6 @@ class Tools(Protocol):
 
     def names(self) -> list[str]: ...
 
-    def needs_client(self) -> bool:
-        """True if a tool of the pool runs on the session's client (its socket answers)."""
-        ...
-
     def invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
 
     def answer(self, call: ToolCall) -> ToolOutcome:

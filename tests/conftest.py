@@ -50,6 +50,17 @@ def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 
     return value
 
 
+def closed_process(process_id: int, timeout: float = 20.0) -> Any:
+    """The process once it is CLOSED: a worker's goal runs in the turn its start queued, so
+    the goal's work is done (and reported) when this returns."""
+    from processes.models import ThinkProcess
+
+    return wait_until(
+        lambda: ThinkProcess.objects.filter(pk=process_id, status="CLOSED").first(),
+        timeout=timeout,
+    )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _end_stray_connections(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """Channels runs thread-sensitive database calls on one long-lived executor thread, which

@@ -1,12 +1,12 @@
 """ford — two heads, no brain: user message → LLM → reply. No tools, no memory.
 
-The smoke-test engine and the chat engine until arthur exists.
+The smoke-test engine, and the chat of system sessions. A worker answers its goal in its
+first turn (a turn of its own, in its lane, not in `start`: a provider that fails leaves it
+BLOCKED with the error, which its parent hears, instead of a start that never ends).
 
 Two params make a ford a council head (zaphod's, recipe `zaphod-head`):
-- `finishAfterGoal: true`: it answers its goal in a turn of its own (step `head`) and finishes
-  DONE; its report to the parent carries the answer. The goal is answered in the lane, not in
-  `start`, so a provider that fails leaves the head BLOCKED with the error, which its parent
-  hears, instead of a start that never ends.
+- `finishAfterGoal: true`: it answers its goal (step `head`) and finishes DONE; its report to
+  the parent carries the answer.
 - `persona`: text appended to the system prompt (who this head is).
 Without them ford behaves as it always did.
 """
@@ -35,18 +35,17 @@ class Ford(ThinkEngine):
     description = "Minimal chat: user message → LLM → reply. No tools, no memory."
     version = "1.0.0"
     default_settings = {"systemPrompt": "You are Ford, a concise and helpful assistant."}
-    # A worker answers its goal at start and stays open for the next message.
-    contract = Contract(goal="say something")
+    # A worker answers its goal in its first turn and stays open for the next message.
+    contract = Contract(goal="say something", start_defers_turn=True)
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
-        # A worker spawned with a goal answers it at once; the session's chat process waits
-        # for the first chat message instead.
+        # A worker spawned with a goal answers it in its first turn, in its lane: whoever
+        # started it is not held by the LLM call, and the turn can be paused, and waits out
+        # a provider failure BLOCKED (telling its parent) as every turn does. The session's
+        # chat process waits for the first chat message instead.
         if process.goal and not ctx.is_chat_process:
-            if _finishes_after_goal(ctx):
-                ctx.defer_turn(process.goal)
-            else:
-                self._answer(ctx, process.goal)
+            ctx.defer_turn(process.goal)
 
     @override
     def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:

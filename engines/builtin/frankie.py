@@ -61,12 +61,11 @@ class Frankie(ThinkEngine):
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         if not process.goal or ctx.is_chat_process:
             return
-        # A goal whose tools wait on the session's client runs in the lane, so whoever
-        # started the process (often that very client's socket) is not blocked meanwhile.
-        if ctx.tools.needs_client():
-            ctx.defer_turn(process.goal)
-            return
-        self._run(process, ctx, process.goal)
+        # The goal runs in the process's first turn, in its lane: whoever started it (often a
+        # client's socket, or a parent's turn) is not held meanwhile, and the turn can be
+        # paused, and waits out a provider failure BLOCKED (telling its parent), as every
+        # turn does.
+        ctx.defer_turn(process.goal)
 
     @override
     def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:

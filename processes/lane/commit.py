@@ -16,7 +16,7 @@ from processes import transitions
 from processes.lane import lease as lanes
 from processes.lane.context import Prepared
 from processes.lane.wake import start_later
-from processes.models import ConversationMessage, PendingMessage, ThinkProcess
+from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.queries import next_pending
 from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
 from sessions_app.protocol.outbound import Event
@@ -149,6 +149,15 @@ def lease_transition(
         raise lanes.LeaseLost(str(exc)) from exc
 
 
+def drop_own_turns(process: ThinkProcess, lease: lanes.Lease) -> int:
+    """A reset starts the process over: the turns it had queued for itself (CONTROL: a
+    deferred goal, an `advance`) are consumed unrun, or its next start would run its goal twice.
+    What others sent (a person's messages, reports, answers) stays pending. How many."""
+    return PendingMessage.objects.filter(
+        process_id=process.pk, consumed=False, kind=PendingKind.CONTROL
+    ).update(consumed=True, consumed_at=timezone.now(), consumed_fence=lease.fence)
+
+
 def commit_call(
     process: ThinkProcess,
     lease: lanes.Lease,
@@ -166,6 +175,7 @@ def commit_call(
         if reset:
             ConversationMessage.objects.filter(process_id=process.pk).delete()
             added = 0
+            dropped = drop_own_turns(process, lease)
         else:
             added = append_conversation(process, prepared)
         changes: dict[str, Any] = {
@@ -178,6 +188,7 @@ def commit_call(
         if reset:
             changes["conversation_length"] = 0
             changes["conversation_epoch"] = fastsql.Add(1)
+            changes["consumed_count"] = fastsql.Add(dropped)
         else:
             changes["conversation_length"] = fastsql.Add(added)
         if call in {Call.RESUME, Call.RESET, Call.STOP}:

@@ -171,6 +171,7 @@ def test_a_malformed_session_filter_is_a_400(alice):
 def test_detail_includes_conversation_pending_count_and_task_tree(alice):
     session = open_session(alice)
     process = create_process(session, goal="what is 6 x 7?", engine="ford")
+    wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).conversation_length == 2)
     # when
     response = alice.api().get(f"/api/processes/{process.public_id}")
     # then
@@ -203,6 +204,7 @@ def test_detail_counts_messages_waiting_while_paused(alice):
 def test_detail_can_be_limited_to_the_last_messages(alice):
     session = open_session(alice)
     process = create_process(session, goal="hello", engine="ford")
+    wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).conversation_length == 2)
     api = alice.api()
     # when
     last = api.get(f"/api/processes/{process.public_id}", {"messages": 1})

@@ -66,9 +66,16 @@ def test_a_marvin_tree_killed_between_nodes_finishes_without_running_a_node_twic
     brain = Brain(env, port)
     try:
         client = brain.socket(token)
+        # The session keeps its processes running when its client leaves: this is about
+        # the Brain dying, not about the client's policy.
         client.request(
             "session-create",
-            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+            {
+                "clientType": "cli",
+                "projectId": "proj_default",
+                "fingerprint": FINGERPRINT,
+                "onDisconnect": "KEEP_OPEN",
+            },
         )
         created = client.request("process-create", {"recipe": "deep-think", "goal": "two tasks"})
         marvin_id = created["data"]["process"]["id"]

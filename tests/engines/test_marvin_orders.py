@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from processes.actions import lifecycle
-from processes.models import PendingMessage, ThinkProcess
+from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
 from tests.conftest import wait_until
 from tests.engines.test_marvin import marvin, nodes, plan, settled
@@ -107,25 +107,27 @@ def test_another_tenants_process_is_not_found(alice, bob, script):
     assert response.status_code == 404
 
 
-def test_a_paused_tree_runs_no_further_node_until_it_is_resumed(alice, script):
-    # given a tree whose slow first worker is running (a worker's start does its task)
+def test_pausing_marvin_pauses_its_running_worker_and_resuming_finishes_the_tree(alice, script):
+    # given a tree whose slow first worker is in its turn
     script(THREE_WORKERS)
     process = marvin(alice, "three tasks")
     wait_until(lambda: statuses(process.pk)[1:2] == ["RUNNING"], timeout=20)
     worker_pk = int(nodes(ThinkProcess.objects.get(pk=process.pk))[1]["processId"][3:])
-    # when the person pauses marvin, and the worker finishes meanwhile
+    wait_until(lambda: ThinkProcess.objects.get(pk=worker_pk).status == Status.RUNNING)
+    # when the person pauses marvin
     lifecycle.pause_process(process.pk)
-    wait_until(lambda: ThinkProcess.objects.get(pk=worker_pk).status == Status.CLOSED)
-    # then its report waits, and no further node starts
-    wait_until(lambda: PendingMessage.objects.filter(process_id=process.pk, consumed=False))
-    assert ThinkProcess.objects.get(pk=process.pk).status == Status.PAUSED
+    # then its worker is paused too, its task still pending, and no further node starts
+    worker = ThinkProcess.objects.get(pk=worker_pk)
+    assert (worker.status, worker.waiting) == (Status.PAUSED, 1)
     assert statuses(process.pk)[2:] == ["PENDING", "PENDING", "PENDING"]
     assert ThinkProcess.objects.filter(parent_id=process.pk).count() == 1
-    # when it is resumed, the tree completes
+    # when it is resumed, the worker finishes its task and the tree completes
     lifecycle.resume_process(process.pk)
     done = settled(process.pk, Status.CLOSED)
     assert done.close_reason == CloseReason.DONE
     assert [n["status"] for n in nodes(done)] == ["DONE"] * 5
+    answers = ConversationMessage.objects.filter(process_id=worker_pk, role="assistant")
+    assert [a.content for a in answers] == ["slow done"]
 
 
 NESTED = [

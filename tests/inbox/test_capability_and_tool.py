@@ -17,7 +17,7 @@ from processes.models import ConversationMessage
 from processes.queries import load_process
 from processes.states import Status
 from recipes_app.models import Recipe
-from tests.conftest import open_session
+from tests.conftest import closed_process, open_session
 from tests.tools.conftest import llm, project_recipe  # noqa: F401 (the llm fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -87,6 +87,7 @@ def test_the_llm_posts_with_the_inbox_post_tool_and_reads_the_item_id(alice, llm
     session = open_session(alice)
     # when
     process = create_process(session, goal="ask the user which year", recipe="frankie-asks")
+    process = closed_process(process.pk)
     # then the tool was offered, posted the item and answered with its id
     assert "inbox_post" in provider.offered[0]
     item = InboxItem.objects.get()
@@ -105,7 +106,8 @@ def test_an_inbox_post_with_bad_arguments_is_a_tool_error_the_llm_reads(alice, l
         "arguments": {"kind": "APPROVAL", "title": "t", "body": "", "options": ["a"]},
     }
     llm([{"match": "ask", "times": 1, "tool_calls": [bad]}])
-    process = create_process(open_session(alice), goal="ask", recipe="frankie-asks")
+    session = open_session(alice)
+    process = closed_process(create_process(session, goal="ask", recipe="frankie-asks").pk)
     tool_message = ConversationMessage.objects.get(process_id=process.pk, role="tool")
     assert tool_message.content == "error (bad-arguments): options: only a QUESTION has options"
     assert not InboxItem.objects.exists()

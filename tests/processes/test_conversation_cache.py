@@ -12,6 +12,7 @@ from processes.capabilities import conversation_cache
 from processes.capabilities.conversation import ConversationBuffer
 from processes.models import ThinkProcess
 from sessions_app.services import FingerprintData, create_session
+from tests.conftest import wait_until
 from vancetope.llm.base import LlmMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -24,7 +25,14 @@ def worker_process(tenancy) -> ThinkProcess:
         project_id=tenancy.project_id,
         fingerprint=FingerprintData(machine_id="m"),
     )
-    return create_process(session, goal="alpha", engine="ford")
+    process = create_process(session, goal="alpha", engine="ford")
+    answered(process.pk)
+    return process
+
+
+def answered(process_id: int) -> None:
+    """Its goal's turn (queued by its start) has committed the question and the answer."""
+    wait_until(lambda: ThinkProcess.objects.get(pk=process_id).conversation_length == 2)
 
 
 def test_history_of_the_last_committed_turn_is_reused_without_a_query(alice):
@@ -45,6 +53,7 @@ def test_a_reset_conversation_of_the_same_length_is_read_again(alice):
         process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))
     )
     start_process(process.pk)
+    answered(process.pk)
     conversation_cache.clear()
     conversation_cache.put(
         process.pk, 0, (LlmMessage("user", "alpha"), LlmMessage("assistant", "echo: alpha"))

@@ -150,12 +150,15 @@ def test_messages_are_consumed_in_sequence_order_exactly_once(alice):
     ).exists()
 
 
-def test_worker_process_with_goal_answers_it_at_start(alice):
+def test_worker_process_with_goal_answers_it_in_its_first_turn(alice):
     session = open_session(alice)
     # when
     process = create.create_process(session, goal="what is 6 x 7?", engine="ford")
-    # then
+    # then its start returns at once, the goal queued for its first turn, which answers it
     assert process.status == Status.IDLE
+    first = PendingMessage.objects.get(process_id=process.pk)
+    assert (first.seq, first.kind, first.text) == (1, "CONTROL", "what is 6 x 7?")
+    wait_until(idle_with_messages(process.pk, 2))
     assert conversation(process.pk) == [
         ("user", "what is 6 x 7?"),
         ("assistant", "echo: what is 6 x 7?"),
@@ -235,7 +238,8 @@ def test_reset_returns_a_stopped_process_to_init_with_the_same_goal(alice):
     assert conversation(process.pk) == []
     started = lifecycle.start_process(process.pk)
     assert started.status == Status.IDLE
-    assert conversation(process.pk)[-1] == ("assistant", "echo: count sheep")
+    wait_until(idle_with_messages(process.pk, 2))
+    assert conversation(process.pk) == [("user", "count sheep"), ("assistant", "echo: count sheep")]
 
 
 def test_suspend_and_resume_keep_pending_messages(alice):

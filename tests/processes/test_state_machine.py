@@ -14,7 +14,8 @@ waits (bounded) until every lane drive has finished before it checks the invaria
 - every message a steer was accepted for is stored once, in seq order, and is either consumed
   (once, by a fenced turn) or still pending; no woken process is left with pending messages;
 - the conversation has contiguous indexes 0..n-1 and exactly one user entry per message
-  consumed since the last reset, in seq order (after the goal, when start answered one).
+  consumed since the last reset, in seq order (a worker's goal is its first message: start
+  queues it for the first turn).
 """
 
 from __future__ import annotations
@@ -146,8 +147,6 @@ class Expected:
     texts: list[str] = field(default_factory=list)
     # Seqs consumed before the last reset (reset clears the conversation).
     forgotten: frozenset[int] = frozenset()
-    # start answered the goal: the conversation begins with it.
-    goal_answered: bool = False
     # Crashes that ended (by recovery or a call that took over the expired lease).
     crashes_ended: int = 0
 
@@ -244,7 +243,7 @@ class LifecycleMachine(RuleBasedStateMachine):
         status = Status.IDLE if start else Status.INIT
         assert (process.status, process.close_reason) == (status, "")
         self.model[process.pk] = Expected(
-            process.pk, goal=goal, chat=False, status=status, goal_answered=start and bool(goal)
+            process.pk, goal=goal, chat=False, status=status, texts=[goal] if start and goal else []
         )
         return process.pk
 
@@ -391,8 +390,10 @@ class LifecycleMachine(RuleBasedStateMachine):
             event(f"{call.value}: refused")
             return
         event(f"{call.value}: from {expected.status}")
-        forgotten = consumed_seqs(pid) if call is Call.RESET else expected.forgotten
         result = function(pid)
+        # A reset forgets what was consumed before it, and consumes the turns the process had
+        # queued for itself (its deferred goal) unrun.
+        forgotten = consumed_seqs(pid) if call is Call.RESET else expected.forgotten
         to_status = TRANSITIONS[call].to
         reason = CloseReason.STOPPED if call is Call.STOP else ""
         assert (result.status, result.close_reason) == (to_status, reason)
@@ -413,10 +414,10 @@ class LifecycleMachine(RuleBasedStateMachine):
         if expected.crashed:
             expected.crash_owner = ""
             expected.crashes_ended += 1
-        if call is Call.START:
-            expected.goal_answered = bool(expected.goal) and not expected.chat
+        if call is Call.START and expected.goal and not expected.chat:
+            # ford's start queues its goal as the first turn's message (CONTROL).
+            expected.texts.append(expected.goal)
         if call is Call.RESET:
-            expected.goal_answered = False
             expected.forgotten = forgotten
 
     def _steer(self, pid: int, slow: bool, *, settled: bool) -> None:
@@ -546,9 +547,7 @@ def check_conversation(
     users = [content for _, role, content in rows if role == "user"]
     replies = [content for _, role, content in rows if role == "assistant"]
     # Exactly one user entry per message consumed since the last reset, in seq order.
-    wanted = ([expected.goal] if expected.goal_answered else []) + [
-        m.text for m in consumed if m.seq not in expected.forgotten
-    ]
+    wanted = [m.text for m in consumed if m.seq not in expected.forgotten]
     assert users == wanted, f"{where}: conversation {users}, consumed {wanted}"
     assert replies == [reply_to(text) for text in users], where
 

@@ -60,17 +60,22 @@ def test_every_status_change_leaves_one_row_with_its_call_and_statuses(alice):
     process = worker(alice, start=False)
     assert rows(process.pk) == []
     seen = []
-    # when it goes through start, a turn, pause, resume, suspend, resume and stop
+    # when it goes through start (whose goal is its first turn), a turn, pause, resume,
+    # suspend, resume and stop
     seen.append(lifecycle.start_process(process.pk).status)
-    steer.steer_process(process.pk, "and more sheep")
-    wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).consumed_count == 1)
-    wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).status == Status.IDLE)
-    seen += [Status.RUNNING, Status.IDLE]
+    for consumed in (1, 2):
+        if consumed == 2:
+            steer.steer_process(process.pk, "and more sheep")
+        wait_until(lambda n=consumed: ThinkProcess.objects.get(pk=process.pk).consumed_count == n)
+        wait_until(lambda: ThinkProcess.objects.get(pk=process.pk).status == Status.IDLE)
+        seen += [Status.RUNNING, Status.IDLE]
     for call in ("pause", "resume", "suspend", "resume", "stop"):
         seen.append(getattr(lifecycle, f"{call}_process")(process.pk).status)
     # then each change left exactly one row, chained from the status before it
     assert rows(process.pk) == [
         ("start", "INIT", "IDLE", ""),
+        ("turn", "IDLE", "RUNNING", ""),
+        ("turn-end", "RUNNING", "IDLE", ""),
         ("turn", "IDLE", "RUNNING", ""),
         ("turn-end", "RUNNING", "IDLE", ""),
         ("pause", "IDLE", "PAUSED", ""),

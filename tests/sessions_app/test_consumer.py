@@ -274,6 +274,8 @@ async def test_process_create_with_goal_answers_and_process_get_shows_conversati
     process = created["data"]["process"]
     assert process["status"] == "IDLE"
     assert process["thinkEngine"] == "ford"
+    # its goal is answered in the first turn its start queued; the client sees it end
+    await client.event("chat-message", processId=process["id"], role="assistant")
     detail = await client.request("process-get", {"processId": process["id"]})
     contents = [m["content"] for m in detail["data"]["process"]["conversation"]]
     assert contents == ["name a planet", "echo: name a planet"]

@@ -21,10 +21,12 @@ async def test_process_start_starts_a_process_created_unstarted_and_refuses_a_se
     assert created["data"]["process"]["status"] == "INIT"
     # when it is started
     started = await client.request("process-start", {"processId": process_id})
-    # then it answered its goal and is IDLE
+    # then it is IDLE, and answers its goal
     assert started["type"] == "process-started"
     assert started["data"]["process"]["id"] == process_id
     assert started["data"]["process"]["status"] == "IDLE"
+    # its goal is answered in the first turn its start queued; the client sees it end
+    await client.event("chat-message", processId=process_id, role="assistant")
     detail = await client.request("process-get", {"processId": process_id})
     contents = [m["content"] for m in detail["data"]["process"]["conversation"]]
     assert contents == ["name a planet", "echo: name a planet"]

@@ -13,7 +13,7 @@ from processes.models import ThinkProcess
 from processes.queries import visible_processes
 from processes.states import CloseReason, Status
 from sessions_app.services import FingerprintData, create_session
-from tests.conftest import wait_until
+from tests.conftest import closed_process, wait_until
 from tests.tools.conftest import project_recipe
 from vancetope.tools.errors import ToolFailure
 from vancetope.tools.models import (
@@ -60,7 +60,7 @@ def flaky_world(alice, llm, temporary_server_tools):
 def test_ambiguous_failures_lead_to_one_agrajag_run_and_a_tool_health_row(alice, flaky_world):
     # when a worker's tool fails ambiguously twice
     worker = create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
-    assert worker.status == Status.CLOSED
+    worker = closed_process(worker.pk)
     # then one diagnosis coalesces both failures, handled by one agrajag process
     diagnosis = ToolDiagnosis.objects.get()
     assert (diagnosis.tool, diagnosis.failures) == ("flaky_lookup", 2)

@@ -16,7 +16,7 @@ from engines.registry import get_engine
 from processes.actions.create import create_process
 from processes.capabilities.tools import toolbox_for
 from processes.states import CloseReason, Status
-from tests.conftest import open_session
+from tests.conftest import closed_process, open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.checker import Classification
 from vancetope.tools.mcp_client import close_mcp_connections, get_mcp_manager
@@ -51,7 +51,9 @@ def test_frankie_calls_get_current_time_on_mcp_server_time_and_reports_it(alice,
     )
     session = open_session(alice)
     # when
-    process = create_process(session, goal="what time is it in UTC?", recipe="frankie-time")
+    process = closed_process(
+        create_process(session, goal="what time is it in UTC?", recipe="frankie-time").pk
+    )
     # then the tool ran on the MCP server and its answer is in the final reply
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.DONE)
     assert provider.offered[0] == ["get_current_time"]
@@ -86,7 +88,9 @@ def test_frankie_calls_git_status_on_mcp_server_git_and_reports_the_file(alice, 
     )
     session = open_session(alice)
     # when
-    process = create_process(session, goal="what is the git status?", recipe="frankie-git")
+    process = closed_process(
+        create_process(session, goal="what is the git status?", recipe="frankie-git").pk
+    )
     # then
     assert (process.status, process.close_reason) == (Status.CLOSED, CloseReason.DONE)
     assert "notes-for-frankie.txt" in process.engine_state["result"]

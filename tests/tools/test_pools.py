@@ -8,7 +8,7 @@ from processes.actions.create import create_process
 from processes.capabilities.tools import toolbox_for
 from processes.models import ConversationMessage
 from processes.states import CloseReason, Status
-from tests.conftest import open_session
+from tests.conftest import closed_process, open_session
 from tests.tools.conftest import project_recipe
 from vancetope.tools.catalogue import effective_pool
 from vancetope.tools.checker import Classification, classify
@@ -106,7 +106,7 @@ def test_a_tool_removed_by_the_recipe_is_neither_shown_to_the_llm_nor_callable(
     )
     session = open_session(alice)
     # when
-    process = create_process(session, goal="shout hi", recipe="frankie-upper")
+    process = closed_process(create_process(session, goal="shout hi", recipe="frankie-upper").pk)
     # then the LLM was offered only the pool
     assert provider.offered[0] == ["upper"]
     # the removed tool never ran, was refused with a clear error, and the refusal is logged

@@ -160,9 +160,6 @@ class ToolBox:
     def names(self) -> list[str]:
         return sorted(self.pool())
 
-    def needs_client(self) -> bool:
-        return any(tool.location == Location.CLIENT for tool in self.pool().values())
-
     def down_tools(self) -> dict[str, str]:
         rows = ToolHealth.objects.filter(
             project_id=self.caller.project_id, status=HealthStatus.DOWN
