@@ -127,3 +127,31 @@ def test_a_worker_whose_provider_is_down_tells_its_parent_it_waits_and_why(
     parsed = messages.parse(report.kind, report.seq, payload)
     assert isinstance(parsed, messages.ParentReport)
     assert parsed.provider_failed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_spawned_while_the_provider_is_down_waits_blocked_and_tells_its_parent(
+    alice, flaky: FlakyProvider
+):
+    # given a parent, paused so that it only collects what it hears, and a provider that is down
+    session = open_session(alice)
+    parent = create.create_process(session, goal="", engine="ford")
+    lifecycle.pause_process(parent.pk)
+    # when it gets a frankie worker with a goal
+    worker = create.create_process(session, goal="list the files", engine="frankie", parent=parent)
+    # then the worker's first turn waits BLOCKED with the error, its goal kept
+    blocked = settled(worker.pk, Status.BLOCKED)
+    assert blocked.last_error.startswith("the LLM provider failed")
+    assert blocked.waiting == 1
+    report = wait_until(
+        lambda: PendingMessage.objects.filter(process_id=parent.pk, kind="PARENT_REPORT").first()
+    )
+    assert report.payload["event"] == "BLOCKED"
+    # when the provider is back and the next message wakes the worker, it does its goal once
+    # (and, as a worker, finishes with it)
+    flaky.down = False
+    steer.steer_process(worker.pk, "try again")
+    done = settled(worker.pk, Status.CLOSED)
+    assert done.close_reason == "DONE"
+    users = ConversationMessage.objects.filter(process_id=worker.pk, role="user")
+    assert [m.content for m in users] == ["list the files"]
