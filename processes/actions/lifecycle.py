@@ -13,7 +13,6 @@ import logging
 from django.conf import settings
 
 from engines.context import Finish
-from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
@@ -82,12 +81,16 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
         if lease is None:
             raise Unavailable(f"process {process.public_id} is busy; try again")
         with lanes.holding(lease) as keeper:
-            process = load_process(process_id)
+            # The row as the lease took it (one statement); its session as read above.
+            held = lease.process or load_process(process_id)
+            held.session = process.session
+            process = held
             rule = check_call(call, process.status, process.close_reason, label=process.public_id)
             engine = engine_of(process)
-            prepared = build_context(
-                engine, process, keeper, queue_turn=lambda text: queue_own_turn(process_id, text)
-            )
+            # Turns the engine queues for itself (a start's deferred goal) are stored by the
+            # call's commit, with its new status.
+            own_turns: list[str] = []
+            prepared = build_context(engine, process, keeper, queue_turn=own_turns.append)
             assert rule.to is not None
             to_status, reason = rule.to, ""
             try:
@@ -113,7 +116,7 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
                     prepared.ctx.outcome,
                     call.value,
                 )
-            commit_call(process, lease, prepared, call, to_status, reason)
+            commit_call(process, lease, prepared, call, to_status, reason, own_turns=own_turns)
     finally:
         if call in INTERRUPTING:
             clear_interrupt(process_id, call)
@@ -122,7 +125,7 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
         stop_children(process_id)
     elif call in (Call.PAUSE, Call.RESUME):
         pause_or_resume_children(process_id, call)
-    if process.status in WAKE_ON_MESSAGE and pending_count(process_id):
+    if process.status in WAKE_ON_MESSAGE and (own_turns or pending_count(process_id)):
         wake_lane(process_id)
     return process
 

@@ -42,11 +42,17 @@ def insert_pending(
 
 def queue_own_turn(process_id: int, text: str) -> None:
     """A CONTROL message from the process to itself, appended under its own lane (so without
-    the steer status check): the lane drains it after the current lifecycle call."""
+    the steer status check): the lane drains it after the current turn."""
     with transaction.atomic():
-        process = take_seqs(process_id, 1)
-        assert process is not None
-        insert_pending(process, PendingKind.CONTROL, [{"text": text}])
+        append_own_turns(process_id, [text])
+
+
+def append_own_turns(process_id: int, texts: list[str]) -> None:
+    """The same, in the caller's transaction (a lifecycle call's commit: its start's deferred
+    goal is stored with its new status, or not at all)."""
+    process = take_seqs(process_id, len(texts))
+    assert process is not None
+    insert_pending(process, PendingKind.CONTROL, [{"text": text} for text in texts])
 
 
 def deliver(process_id: int, kind: PendingKind, payload: dict[str, Any]) -> PendingMessage | None:

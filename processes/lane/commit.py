@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from processes import transitions
+from processes.actions.pending import append_own_turns
 from processes.lane import lease as lanes
 from processes.lane.context import Prepared
 from processes.lane.wake import start_later
@@ -165,8 +166,11 @@ def commit_call(
     call: Call,
     to_status: Status,
     reason: str,
+    *,
+    own_turns: list[str] | None = None,
 ) -> None:
-    """Store a lifecycle call's outcome: the engine's work (if any) and the new status."""
+    """Store a lifecycle call's outcome: the engine's work (if any), the turns it queued for
+    itself (`own_turns`) and the new status."""
     ctx = prepared.ctx
     reset = call is Call.RESET
     if ctx.error:
@@ -178,6 +182,8 @@ def commit_call(
             dropped = drop_own_turns(process, lease)
         else:
             added = append_conversation(process, prepared)
+        if own_turns:
+            append_own_turns(process.pk, own_turns)
         changes: dict[str, Any] = {
             "engine_state": process.engine_state,
             **prepared.engine_params_changes(),

@@ -146,6 +146,7 @@ def test_a_worker_spawned_while_the_provider_is_down_waits_blocked_and_tells_its
     report = wait_until(
         lambda: PendingMessage.objects.filter(process_id=parent.pk, kind="PARENT_REPORT").first()
     )
+    assert report is not None
     assert report.payload["event"] == "BLOCKED"
     # when the provider is back and the next message wakes the worker, it does its goal once
     # (and, as a worker, finishes with it)
