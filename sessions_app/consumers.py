@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from sessions_app.protocol import outbound as out
 from sessions_app.service_calls import call_service
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.ids import parse_public_id
+from vancetope.jsonbody import parse_json
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import accept_tool_result
 
@@ -126,10 +126,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         try:
             if len(raw.encode()) > settings.VANCETOPE_MAX_FRAME_BYTES:
                 raise TooLarge(f"frame exceeds {settings.VANCETOPE_MAX_FRAME_BYTES} bytes")
-            try:
-                payload = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise BadRequest(f"frame is not JSON: {exc.msg} at position {exc.pos}") from exc
+            payload = parse_json(raw, "frame")
             if not isinstance(payload, dict):
                 raise BadRequest("frame must be a JSON object")
             request_id = payload.get("id") if isinstance(payload.get("id"), str) else None
@@ -406,6 +403,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
             project = await call_service(get_visible_project, self.user, frame.data.projectId)
         else:
             raise BadRequest("name data.projectId or open a session first")
-        recipes = await call_service(effective_recipes, project)
-        data = out.RecipesData(recipes=[recipe_data(recipe) for recipe in recipes])
+        # recipe_data reads each recipe's tenant and project: in the worker thread, not here.
+        listed = await call_service(lambda: [recipe_data(r) for r in effective_recipes(project)])
+        data = out.RecipesData(recipes=listed)
         await self.send_model(out.Recipes(replyTo=frame.id, data=data))

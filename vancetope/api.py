@@ -24,7 +24,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from vancetope.errors import BrainError
+from vancetope.errors import BadRequest, BrainError
+from vancetope.ids import parse_whole_number
 
 T = TypeVar("T")
 
@@ -83,8 +84,8 @@ class Page(Body, Generic[T]):
 
 
 PAGE_PARAMETERS = [
-    OpenApiParameter("limit", int, description="rows per page (default 50)"),
-    OpenApiParameter("offset", int, description="rows to skip"),
+    OpenApiParameter("limit", int, description="rows per page (default 50; 1 to 2^63-1, else 400)"),
+    OpenApiParameter("offset", int, description="rows to skip (0 to 2^63-1, else 400)"),
 ]
 
 
@@ -139,12 +140,37 @@ def _texts(problem: Any) -> list[str]:
     return [str(problem)]
 
 
+class Pagination(LimitOffsetPagination):
+    """DRF's limit/offset pagination, with a `limit` or `offset` that is no whole number a 400
+    naming it (DRF falls back to the default, and passes numbers beyond 64 bits on to the
+    database, which fails)."""
+
+    def get_limit(self, request: Request) -> int | None:
+        limit = self._number(request, self.limit_query_param, smallest=1)
+        return self.default_limit if limit is None else limit
+
+    def get_offset(self, request: Request) -> int:
+        return self._number(request, self.offset_query_param, smallest=0) or 0
+
+    @staticmethod
+    def _number(request: Request, name: str, *, smallest: int) -> int | None:
+        text = request.query_params.get(name)
+        if text is None:
+            return None
+        value = parse_whole_number(text)
+        if value is None or value < smallest:
+            raise BadRequest(
+                f"{name} must be a whole number from {smallest} to {2**63 - 1}, not {text!r}"
+            )
+        return value
+
+
 def paginated(
     request: Request,
     view: Any,
     rows: QuerySet[Any] | list[Any],
     present: Callable[[Any], dict[str, Any]],
 ) -> Response:
-    paginator = LimitOffsetPagination()
+    paginator = Pagination()
     page: Iterable[Model] = paginator.paginate_queryset(rows, request, view=view) or []
     return paginator.get_paginated_response([present(row) for row in page])
