@@ -106,17 +106,36 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=UNAUTHENTICATED)
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """As channels' own, and the session's disconnect policy runs however the socket's
+        application ends: also when it fails (a channel layer that lost Redis; the server
+        then closes the socket with 1011) or is cancelled, where no disconnect() is called."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self.session_id is not None:
+                log.warning("socket of sess_%s ended without a disconnect", self.session_id)
+                await self._leave_session()
+
     async def disconnect(self, code: int) -> None:
         # Steers the client sent are applied even if it left before their replies.
         await self._steers_applied()
-        if self.session_id is None:
+        await self._leave_session()
+
+    async def _leave_session(self) -> None:
+        """Apply the bound session's disconnect policy, once."""
+        session_id, self.session_id = self.session_id, None
+        if session_id is None:
             return
-        await self.channel_layer.group_discard(group_name(self.session_id), self.channel_name)
-        bound.unbind(self.session_id)
+        bound.unbind(session_id)
         try:
-            await call_service(services.disconnect_session, self.session_id)
+            await self.channel_layer.group_discard(group_name(session_id), self.channel_name)
         except Exception:
-            log.exception("disconnect policy of sess_%s failed", self.session_id)
+            log.exception("leaving the group of sess_%s failed", session_id)
+        try:
+            await call_service(services.disconnect_session, session_id)
+        except Exception:
+            log.exception("disconnect policy of sess_%s failed", session_id)
 
     # --- frames in -------------------------------------------------------------------------------
 
