@@ -28,6 +28,7 @@ from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
+from sessions_app.consumer_auth import UNAUTHENTICATED, RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
@@ -43,7 +44,6 @@ from vancetope.tools.client_bridge import accept_tool_result
 
 log = logging.getLogger(__name__)
 
-UNAUTHENTICATED = 4401
 LIFECYCLE_REPLIES = {
     "process-start": ("start_process", "process-started"),
     "process-pause": ("pause_process", "process-paused"),
@@ -81,7 +81,7 @@ class _Steer:
     message: str
 
 
-class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
+class BrainConsumer(InboxFrames, RevocableSocket, AsyncWebsocketConsumer):
     session_id: int | None = None
     last_seq = 0
     _steering: asyncio.Task[None] | None = None
@@ -105,6 +105,8 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=UNAUTHENTICATED)
+            return
+        await self.join_auth_groups()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """As channels' own, and the session's disconnect policy runs however the socket's
@@ -113,6 +115,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         try:
             await super().__call__(scope, receive, send)
         finally:
+            await self.leave_auth_groups()
             if self.session_id is not None:
                 log.warning("socket of sess_%s ended without a disconnect", self.session_id)
                 await self._leave_session()
@@ -120,6 +123,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         # Steers the client sent are applied even if it left before their replies.
         await self._steers_applied()
+        await self.leave_auth_groups()
         await self._leave_session()
 
     async def _leave_session(self) -> None:
