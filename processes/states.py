@@ -72,7 +72,7 @@ TRANSITIONS: dict[Call, Rule] = {
     Call.RESET: Rule(
         frozenset({Status.PAUSED, Status.SUSPENDED, Status.CLOSED}),
         Status.INIT,
-        closed_reasons=frozenset({CloseReason.STOPPED}),
+        closed_reasons=frozenset({CloseReason.STOPPED, CloseReason.FAILED}),
     ),
     Call.TURN: Rule(frozenset({Status.IDLE, Status.BLOCKED}), Status.RUNNING),
     Call.TURN_END: Rule(frozenset({Status.RUNNING}), None),
@@ -82,6 +82,9 @@ TRANSITIONS: dict[Call, Rule] = {
 
 # Statuses in which a new pending message wakes the lane (PAUSED/SUSPENDED wait for resume).
 WAKE_ON_MESSAGE = frozenset({Status.IDLE, Status.BLOCKED})
+# The last_error of a process BLOCKED because its LLM provider failed (processes/lane/driver.py):
+# `process-resume` tries its pending messages again.
+PROVIDER_FAILED = "the LLM provider failed: "
 # Where a turn may end up.
 TURN_OUTCOMES = frozenset({Status.IDLE, Status.BLOCKED, Status.CLOSED})
 

@@ -190,6 +190,8 @@ CELERY_TIMEZONE = "UTC"
 # --- lanes ---------------------------------------------------------------------------------------
 VANCETOPE_LEASE_SECONDS = env_float("VANCETOPE_LEASE_SECONDS", 30.0)
 VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS", 20.0)
+# A turn whose LLM provider failed waits this long before its next attempt, doubled per failure.
+VANCETOPE_TURN_RETRY_SECONDS = env_float("VANCETOPE_TURN_RETRY_SECONDS", 0.5)
 
 # --- process trees (ARCHITECTURE §5a) -----------------------------------------------------------
 # Budgets of a tree of processes (a process that spawns children, and all of theirs); a recipe's

@@ -24,7 +24,7 @@ from processes.lane.wake import wake_lane
 from processes.models import ThinkProcess
 from processes.queries import load_process, pending_count
 from processes.recovery import expire_if_stale
-from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call
+from processes.states import PROVIDER_FAILED, WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call
 from sessions_app.models import SessionStatus
 from vancetope.errors import Conflict, Unavailable
 
@@ -42,6 +42,14 @@ def pause_process(process_id: int) -> ThinkProcess:
 
 
 def resume_process(process_id: int) -> ThinkProcess:
+    """Resume a paused or suspended process; a process BLOCKED because its LLM provider failed
+    tries its pending messages again (its lane moves it to RUNNING)."""
+    process = load_process(process_id)
+    if process.status == Status.BLOCKED and process.last_error.startswith(PROVIDER_FAILED):
+        check_session_allows(process, Call.RESUME)
+        if pending_count(process_id):
+            wake_lane(process_id)
+        return process
     return lifecycle_call(process_id, Call.RESUME)
 
 

@@ -80,7 +80,7 @@ def test_a_chat_whose_provider_is_down_waits_with_the_error_and_keeps_the_messag
     notice = SessionEvent.objects.filter(session_id=session.pk, event="notification").last()
     assert notice is not None
     assert notice.data["level"] == "warning"
-    assert "send another" in notice.data["text"]
+    assert "send process-resume" in notice.data["text"]
     # and the sweep does not retry it on its own
     recovery.recover_lanes(min_pending_age=timedelta(0))
     settled(chat_id, Status.BLOCKED)
