@@ -122,3 +122,34 @@ def test_a_worker_whose_provider_is_down_tells_its_parent_it_waits_and_why(
     payload: dict[str, Any] = report.payload
     assert payload["event"] == "BLOCKED"
     assert payload["error"].startswith("the LLM provider failed")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_retried_after_two_provider_failures_sends_the_users_message_once(
+    alice, flaky: FlakyProvider, settings: Any
+):
+    # given a chat whose provider fails twice, then answers
+    settings.VANCETOPE_TURN_RETRY_SECONDS = 0.01
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    assert chat_id is not None
+    original = flaky.stream
+
+    def fail_twice(*args: Any, **kwargs: Any) -> Iterator[StreamItem]:
+        flaky.down = flaky.calls < 2
+        return original(*args, **kwargs)
+
+    flaky.stream = fail_twice  # type: ignore[method-assign]
+    # when the person says hello
+    steer.send_chat(session.pk, "hello")
+    wait_until(
+        lambda: ConversationMessage.objects.filter(process_id=chat_id, role="assistant").exists()
+    )
+    settled(chat_id, Status.IDLE)
+    # then the third attempt answered, and "hello" went out as one chat-message
+    assert flaky.calls == 3
+    sent = SessionEvent.objects.filter(session_id=session.pk, event="chat-message")
+    assert [(e.data["role"], e.data["text"]) for e in sent.order_by("seq")] == [
+        ("user", "hello"),
+        ("assistant", "echo: hello"),
+    ]
