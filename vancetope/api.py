@@ -18,7 +18,7 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, UnsupportedMediaType, ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -84,8 +84,8 @@ class Page(Body, Generic[T]):
 
 
 PAGE_PARAMETERS = [
-    OpenApiParameter("limit", int, description="rows per page (default 50; 1 to 2^63-1, else 400)"),
-    OpenApiParameter("offset", int, description="rows to skip (0 to 2^63-1, else 400)"),
+    OpenApiParameter("limit", int, description="rows per page (default 50)"),
+    OpenApiParameter("offset", int, description="rows to skip"),
 ]
 
 
@@ -108,6 +108,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     method, …) are reshaped so a client reads one error format. A validation error names the
     offending fields in `message` and lists them under `fields`.
     """
+    if isinstance(exc, UnsupportedMediaType):
+        # A body the parsers cannot read is bad input like any other: a 400 naming the header.
+        exc = BadRequest(f"Content-Type: {exc.detail}; send application/json")
     if isinstance(exc, BrainError):
         body = ErrorBody(code=exc.code, error=exc.error, message=exc.message)
         return Response(body.model_dump(mode="json"), status=exc.code)

@@ -106,3 +106,15 @@ def test_the_recipes_list_shows_tenant_and_project_recipes(alice):
     assert response.status_code == 200, response.content[:300]
     names = {row["name"] for row in response.json()["results"]}
     assert {"team-chat", "project-chat"} <= names
+
+
+def test_a_body_of_an_unsupported_content_type_is_a_400_naming_the_header(alice):
+    session = open_session(alice)
+    response = alice.api().generic(
+        "POST",
+        f"/api/processes/tp_{session.chat_process_id}/steer",
+        "message=hi",
+        content_type="text/plain",
+    )
+    assert response.status_code == 400
+    assert response.json()["message"].startswith("Content-Type:")
