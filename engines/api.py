@@ -20,7 +20,7 @@ class ThinkEngineList(APIView):
     @extend_schema(
         operation_id="think_engines_list",
         parameters=PAGE_PARAMETERS,
-        responses={200: EnginePage, **errors(401)},
+        responses={200: EnginePage, **errors(400, 401)},
     )
     def get(self, request: Request) -> Response:
         return paginated(request, self, all_engines(), lambda engine: engine.describe())

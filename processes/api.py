@@ -17,7 +17,7 @@ from processes.states import Status
 from sessions_app.protocol.outbound import PendingData, ProcessDetail, ProcessObject
 from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
 from vancetope.errors import BadRequest, NotFound
-from vancetope.ids import parse_public_id
+from vancetope.ids import parse_public_id, parse_whole_number
 
 
 class SteerInput(serializers.Serializer):
@@ -83,10 +83,11 @@ class ProcessViewSet(viewsets.ViewSet):
     )
     def retrieve(self, request: Request, process_id: str) -> Response:
         process = self._process(request, process_id)
-        limit = request.query_params.get("messages")
-        if limit is not None and not (limit.isascii() and limit.isdigit()):
-            raise BadRequest(f"messages must be a whole number >= 0, not {limit!r}")
-        return Response(process_detail(process, messages_limit=int(limit) if limit else None))
+        text = request.query_params.get("messages")
+        limit = None if text is None else parse_whole_number(text)
+        if text is not None and limit is None:
+            raise BadRequest(f"messages must be a whole number from 0 to {2**63 - 1}, not {text!r}")
+        return Response(process_detail(process, messages_limit=limit))
 
     def _process(self, request: Request, process_id: str):  # type: ignore[no-untyped-def]
         pk = parse_public_id("tp", process_id, "process")

@@ -72,7 +72,7 @@ TRANSITIONS: dict[Call, Rule] = {
     Call.RESET: Rule(
         frozenset({Status.PAUSED, Status.SUSPENDED, Status.CLOSED}),
         Status.INIT,
-        closed_reasons=frozenset({CloseReason.STOPPED}),
+        closed_reasons=frozenset({CloseReason.STOPPED, CloseReason.FAILED}),
     ),
     Call.TURN: Rule(frozenset({Status.IDLE, Status.BLOCKED}), Status.RUNNING),
     Call.TURN_END: Rule(frozenset({Status.RUNNING}), None),

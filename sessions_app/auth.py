@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
 from vancetope.tenancy.authentication import token_from_header
-from vancetope.tenancy.services import authenticate_token
+from vancetope.tenancy.services import authenticate_token_with_id
 
 
 def token_in_scope(scope: dict[str, Any]) -> str | None:
@@ -31,8 +31,10 @@ class TokenAuthMiddleware(BaseMiddleware):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         token = token_in_scope(scope)
         if token is not None:
-            user = await database_sync_to_async(authenticate_token)(token)
-            scope = {**scope, "user": user or AnonymousUser()}
+            found = await database_sync_to_async(authenticate_token_with_id)(token)
+            user, token_id = found if found else (AnonymousUser(), None)
+            # The socket closes when this token is revoked (vancetope/tenancy/revocation.py).
+            scope = {**scope, "user": user, "api_token_id": token_id}
         return await super().__call__(scope, receive, send)
 
 

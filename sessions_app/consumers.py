@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
+from sessions_app.consumer_auth import UNAUTHENTICATED, RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
@@ -38,12 +38,12 @@ from sessions_app.protocol import outbound as out
 from sessions_app.service_calls import call_service
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.ids import parse_public_id
+from vancetope.jsonbody import parse_json
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import accept_tool_result
 
 log = logging.getLogger(__name__)
 
-UNAUTHENTICATED = 4401
 LIFECYCLE_REPLIES = {
     "process-start": ("start_process", "process-started"),
     "process-pause": ("pause_process", "process-paused"),
@@ -81,7 +81,7 @@ class _Steer:
     message: str
 
 
-class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
+class BrainConsumer(InboxFrames, RevocableSocket, AsyncWebsocketConsumer):
     session_id: int | None = None
     last_seq = 0
     _steering: asyncio.Task[None] | None = None
@@ -105,18 +105,41 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
             await self.close(code=UNAUTHENTICATED)
+            return
+        await self.join_auth_groups()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """As channels' own, and the session's disconnect policy runs however the socket's
+        application ends: also when it fails (a channel layer that lost Redis; the server
+        then closes the socket with 1011) or is cancelled, where no disconnect() is called."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.leave_auth_groups()
+            if self.session_id is not None:
+                log.warning("socket of sess_%s ended without a disconnect", self.session_id)
+                await self._leave_session()
 
     async def disconnect(self, code: int) -> None:
         # Steers the client sent are applied even if it left before their replies.
         await self._steers_applied()
-        if self.session_id is None:
+        await self.leave_auth_groups()
+        await self._leave_session()
+
+    async def _leave_session(self) -> None:
+        """Apply the bound session's disconnect policy, once."""
+        session_id, self.session_id = self.session_id, None
+        if session_id is None:
             return
-        await self.channel_layer.group_discard(group_name(self.session_id), self.channel_name)
-        bound.unbind(self.session_id)
+        bound.unbind(session_id)
         try:
-            await call_service(services.disconnect_session, self.session_id)
+            await self.channel_layer.group_discard(group_name(session_id), self.channel_name)
         except Exception:
-            log.exception("disconnect policy of sess_%s failed", self.session_id)
+            log.exception("leaving the group of sess_%s failed", session_id)
+        try:
+            await call_service(services.disconnect_session, session_id)
+        except Exception:
+            log.exception("disconnect policy of sess_%s failed", session_id)
 
     # --- frames in -------------------------------------------------------------------------------
 
@@ -126,10 +149,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
         try:
             if len(raw.encode()) > settings.VANCETOPE_MAX_FRAME_BYTES:
                 raise TooLarge(f"frame exceeds {settings.VANCETOPE_MAX_FRAME_BYTES} bytes")
-            try:
-                payload = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise BadRequest(f"frame is not JSON: {exc.msg} at position {exc.pos}") from exc
+            payload = parse_json(raw, "frame")
             if not isinstance(payload, dict):
                 raise BadRequest("frame must be a JSON object")
             request_id = payload.get("id") if isinstance(payload.get("id"), str) else None
@@ -410,6 +430,7 @@ class BrainConsumer(InboxFrames, AsyncWebsocketConsumer):
             project = await call_service(get_visible_project, self.user, frame.data.projectId)
         else:
             raise BadRequest("name data.projectId or open a session first")
-        recipes = await call_service(effective_recipes, project)
-        data = out.RecipesData(recipes=[recipe_data(recipe) for recipe in recipes])
+        # recipe_data reads each recipe's tenant and project: in the worker thread, not here.
+        listed = await call_service(lambda: [recipe_data(r) for r in effective_recipes(project)])
+        data = out.RecipesData(recipes=listed)
         await self.send_model(out.Recipes(replyTo=frame.id, data=data))

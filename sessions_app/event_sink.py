@@ -49,6 +49,16 @@ class EventSink:
         self._held: list[Event] = []
         self._last_stored = -math.inf
         self.after_commit: list[Event] = []
+        # Events a failed attempt at the same message already sent (see skip_repeats), and
+        # every event this attempt sent or would have sent at once, in order.
+        self._repeats: list[Event] = []
+        self.announced: list[Event] = []
+
+    def skip_repeats(self, events: list[Event]) -> None:
+        """This attempt retries a message whose earlier attempts sent `events` at once (the
+        user's chat-message, a notice): while it sends the same ones in the same order they are
+        not sent again; from the first that differs on, everything is sent."""
+        self._repeats = list(events)
 
     def emit(self, name: str, data: dict[str, Any]) -> None:
         """Store and push an event handed over as (name, data) now, checked against its
@@ -57,6 +67,12 @@ class EventSink:
 
     def emit_now(self, item: Event) -> None:
         """Store and push `item` now (with any held deltas before it)."""
+        self.announced.append(item)
+        if self._repeats:
+            if self._repeats[0] == item:
+                del self._repeats[0]
+                return
+            self._repeats = []
         self._held.append(item)
         self.store_held()
 

@@ -18,13 +18,14 @@ from drf_spectacular.utils import (
     extend_schema_serializer,
 )
 from pydantic import BaseModel, ConfigDict, Field
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import APIException, UnsupportedMediaType, ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from vancetope.errors import BrainError
+from vancetope.errors import BadRequest, BrainError
+from vancetope.ids import parse_whole_number
 
 T = TypeVar("T")
 
@@ -107,6 +108,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     method, …) are reshaped so a client reads one error format. A validation error names the
     offending fields in `message` and lists them under `fields`.
     """
+    if isinstance(exc, UnsupportedMediaType):
+        # A body the parsers cannot read is bad input like any other: a 400 naming the header.
+        exc = BadRequest(f"Content-Type: {exc.detail}; send application/json")
     if isinstance(exc, BrainError):
         body = ErrorBody(code=exc.code, error=exc.error, message=exc.message)
         return Response(body.model_dump(mode="json"), status=exc.code)
@@ -139,12 +143,37 @@ def _texts(problem: Any) -> list[str]:
     return [str(problem)]
 
 
+class Pagination(LimitOffsetPagination):
+    """DRF's limit/offset pagination, with a `limit` or `offset` that is no whole number a 400
+    naming it (DRF falls back to the default, and passes numbers beyond 64 bits on to the
+    database, which fails)."""
+
+    def get_limit(self, request: Request) -> int | None:
+        limit = self._number(request, self.limit_query_param, smallest=1)
+        return self.default_limit if limit is None else limit
+
+    def get_offset(self, request: Request) -> int:
+        return self._number(request, self.offset_query_param, smallest=0) or 0
+
+    @staticmethod
+    def _number(request: Request, name: str, *, smallest: int) -> int | None:
+        text = request.query_params.get(name)
+        if text is None:
+            return None
+        value = parse_whole_number(text)
+        if value is None or value < smallest:
+            raise BadRequest(
+                f"{name} must be a whole number from {smallest} to {2**63 - 1}, not {text!r}"
+            )
+        return value
+
+
 def paginated(
     request: Request,
     view: Any,
     rows: QuerySet[Any] | list[Any],
     present: Callable[[Any], dict[str, Any]],
 ) -> Response:
-    paginator = LimitOffsetPagination()
+    paginator = Pagination()
     page: Iterable[Model] = paginator.paginate_queryset(rows, request, view=view) or []
     return paginator.get_paginated_response([present(row) for row in page])

@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from vancetope.errors import NotFound
 
+# Primary keys are signed 64-bit integers on every database.
+MAX_PK = 2**63 - 1
+
+
+def parse_whole_number(text: str, *, limit: int = MAX_PK) -> int | None:
+    """`text` as a whole number >= 0 written in ASCII digits that fits `limit` (a signed 64-bit
+    integer by default), else None. str.isdigit would take '²', '①' and '١' (read as 1)."""
+    if not text or len(text) > len(str(limit)) or not (text.isascii() and text.isdigit()):
+        return None
+    value = int(text)
+    return value if value <= limit else None
+
 
 def public_id(prefix: str, pk: int | None) -> str:
     return f"{prefix}_{pk}"
@@ -13,6 +25,7 @@ def parse_public_id(prefix: str, value: str | int | None, what: str) -> int:
     """Return the primary key in `tp_12`; anything else is a 404 naming what was looked for."""
     text = str(value or "")
     head, _, tail = text.partition("_")
-    if head != prefix or not tail.isdigit():
+    pk = parse_whole_number(tail) if head == prefix else None
+    if pk is None:
         raise NotFound(f"{what} {text!r} not found (ids look like {prefix}_12)")
-    return int(tail)
+    return pk

@@ -190,6 +190,8 @@ CELERY_TIMEZONE = "UTC"
 # --- lanes ---------------------------------------------------------------------------------------
 VANCETOPE_LEASE_SECONDS = env_float("VANCETOPE_LEASE_SECONDS", 30.0)
 VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS", 20.0)
+# A turn whose LLM provider failed waits this long before its next attempt, doubled per failure.
+VANCETOPE_TURN_RETRY_SECONDS = env_float("VANCETOPE_TURN_RETRY_SECONDS", 0.5)
 
 # --- process trees (ARCHITECTURE §5a) -----------------------------------------------------------
 # Budgets of a tree of processes (a process that spawns children, and all of theirs); a recipe's
@@ -247,10 +249,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "vancetope.api.Pagination",
     # The API speaks JSON (and its schema says only that): a form or multipart body is a 415,
-    # not a body half-read as strings.
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    # not a body half-read as strings. DRF's JSON parser, with a body nested too deeply to read
+    # a 400 instead of a 500.
+    "DEFAULT_PARSER_CLASSES": ["vancetope.jsonbody.BodyParser"],
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "vancetope.api.exception_handler",

@@ -12,6 +12,7 @@ import logging
 
 from django.conf import settings
 
+from engines import messages
 from engines.context import Finish
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
@@ -41,6 +42,14 @@ def pause_process(process_id: int) -> ThinkProcess:
 
 
 def resume_process(process_id: int) -> ThinkProcess:
+    """Resume a paused or suspended process; a process BLOCKED because its LLM provider failed
+    tries its pending messages again (its lane moves it to RUNNING)."""
+    process = load_process(process_id)
+    if process.status == Status.BLOCKED and process.last_error.startswith(messages.PROVIDER_FAILED):
+        check_session_allows(process, Call.RESUME)
+        if pending_count(process_id):
+            wake_lane(process_id)
+        return process
     return lifecycle_call(process_id, Call.RESUME)
 
 

@@ -7,7 +7,9 @@ and on Celery workers alike.
 from __future__ import annotations
 
 import logging
+import time
 
+from django.conf import settings
 from django.db import transaction
 
 from engines import messages
@@ -33,6 +35,8 @@ log = logging.getLogger(__name__)
 
 # Attempts of one pending message before the process is closed FAILED.
 MAX_TURN_ATTEMPTS = 3
+# The pending message's payload key for what its failed attempts already sent.
+ANNOUNCED = "announced"
 
 
 def typed(message: PendingMessage) -> messages.PendingMessage:
@@ -93,6 +97,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     failures = 0
     while message is not None:
         prepared = prepare(engine, process, keeper, run)
+        prepared.events.skip_repeats(announced_for(message))
         try:
             engine.steer(process, prepared.ctx, typed(message))
         except TurnInterrupted:
@@ -108,13 +113,17 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
         except Exception as exc:
             failures += 1
             log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
+            remember_announced(message, prepared.events.announced)
             process.last_error = f"{type(exc).__name__}: {exc}"
-            if failures >= MAX_TURN_ATTEMPTS:
+            refused = isinstance(exc, LlmError) and _refused_for_good(exc)
+            if refused or failures >= MAX_TURN_ATTEMPTS:
                 if isinstance(exc, LlmError):
-                    _wait_for_provider(process, lease, run)
+                    _wait_for_provider(process, lease, run, refused)
                 else:
                     _fail(process, lease, run)
                 return turns
+            if isinstance(exc, LlmError):
+                _back_off(failures)
             continue
         failures = 0
         turns += 1
@@ -129,6 +138,20 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     return turns
 
 
+def announced_for(message: PendingMessage) -> list[Event]:
+    """What earlier, failed attempts at this message sent at once (remember_announced)."""
+    return [(str(name), dict(data)) for name, data in message.payload.get(ANNOUNCED, [])]
+
+
+def remember_announced(message: PendingMessage, announced: list[Event]) -> None:
+    """Keep, with the message, what its failed attempt sent at once, so no later attempt (in
+    this run or after a resume) sends it twice: a retried turn emits nothing twice."""
+    if not announced or announced == announced_for(message):
+        return
+    message.payload = {**message.payload, ANNOUNCED: [[name, data] for name, data in announced]}
+    PendingMessage.objects.filter(pk=message.pk).update(payload=message.payload)
+
+
 def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     """The same message failed MAX_TURN_ATTEMPTS times (or a budget broke): CLOSED/FAILED, the
     parent hears, and the process's open children are stopped (nobody reads their reports)."""
@@ -136,14 +159,43 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     lifecycle.stop_children(process.pk)
 
 
-def _wait_for_provider(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
-    """The LLM provider failed every attempt: never terminal for the process. It goes BLOCKED
-    with the provider's error, its message still pending; the next message (or a pause and
-    resume) tries again, and its parent hears that it waits, and why."""
-    process.last_error = f"{messages.PROVIDER_FAILED}{process.last_error}"
+# HTTP 4xx answers that a later try may not get: timeout, conflict, rate limit.
+RETRYABLE_CLIENT_ERRORS = frozenset({408, 409, 429})
+
+
+def _refused_for_good(exc: LlmError) -> bool:
+    """The provider answered a 4xx no retry can fix (a bad key, an unknown model): the SDKs'
+    status errors carry `status_code`, and the providers raise LlmError from them."""
+    status = getattr(exc.__cause__, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_CLIENT_ERRORS
+
+
+def _back_off(failures: int) -> None:
+    """Wait before the next attempt on a provider that failed: VANCETOPE_TURN_RETRY_SECONDS,
+    doubled per failure. The lease is kept alive meanwhile by its keeper."""
+    delay = settings.VANCETOPE_TURN_RETRY_SECONDS * 2 ** (failures - 1)
+    deadline = time.monotonic() + delay
+    while not is_stopping() and time.monotonic() < deadline:
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+def _wait_for_provider(
+    process: ThinkProcess, lease: lanes.Lease, run: Run, refused: bool = False
+) -> None:
+    """The LLM provider failed every attempt (or refused the request for good): never terminal
+    for the process. It goes BLOCKED with the provider's error, its messages still pending;
+    `process-resume` (or the next message) tries again, and its parent hears that it waits,
+    and why."""
+    if refused:
+        process.last_error = (
+            f"{messages.PROVIDER_FAILED}it refused the request, and trying again will not help "
+            f"until the provider's settings (API key, model name) are fixed: {process.last_error}"
+        )
+    else:
+        process.last_error = f"{messages.PROVIDER_FAILED}{process.last_error}"
     notice = NotificationEvent(
-        text=f"{process.public_id} is waiting: {process.last_error}. Its message is kept; send "
-        "another (or pause and resume it) to try again.",
+        text=f"{process.public_id} is waiting: {process.last_error}. Its messages are kept; "
+        "send process-resume (or another message) to try again.",
         level="warning",
     )
     _leave_run(process, lease, run, event(notice), Status.BLOCKED)

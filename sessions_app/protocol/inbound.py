@@ -8,13 +8,34 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from processes.states import Status
 from sessions_app.models import ClientType, DisconnectPolicy
 from sessions_app.protocol.objects import InboxStatusName
 
-NonEmpty = Annotated[str, Field(min_length=1)]
+
+def _nul_free(value: Any) -> Any:
+    """PostgreSQL stores no NUL character in text or JSON: refused here, naming the field,
+    instead of failing in the database."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters (\\u0000)")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _nul_free(key)
+            _nul_free(item)
+    elif isinstance(value, list):
+        for item in value:
+            _nul_free(item)
+    return value
+
+
+# Every string and JSON value a client sends is one of these.
+Text = Annotated[str, AfterValidator(_nul_free)]
+NonEmpty = Annotated[str, Field(min_length=1), AfterValidator(_nul_free)]
+JsonObject = Annotated[dict[str, Any], AfterValidator(_nul_free)]
+JsonValue = Annotated[Any, AfterValidator(_nul_free)]
 
 
 class Strict(BaseModel):
@@ -23,15 +44,15 @@ class Strict(BaseModel):
 
 class Fingerprint(Strict):
     machineId: NonEmpty
-    workingDir: str = ""
-    userHome: str | None = None
-    osUser: str | None = None
+    workingDir: Text = ""
+    userHome: Text | None = None
+    osUser: Text | None = None
 
 
 class ToolSpec(Strict):
     name: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_.-]+$")]
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    description: Text = ""
+    parameters: JsonObject = Field(default_factory=lambda: {"type": "object"})
     safety: Literal["SAFE_PROBE", "MUTATING"] = "MUTATING"
 
 
@@ -68,8 +89,8 @@ class ToolsRegisterData(Strict):
 class ToolResultData(Strict):
     callId: NonEmpty
     ok: bool
-    result: Any = None
-    error: str | None = None
+    result: JsonValue = None
+    error: Text | None = None
 
 
 class ChatData(Strict):
@@ -77,10 +98,10 @@ class ChatData(Strict):
 
 
 class ProcessCreateData(Strict):
-    goal: str = ""
+    goal: Text = ""
     thinkEngine: NonEmpty | None = None
     recipe: NonEmpty | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: JsonObject = Field(default_factory=dict)
     start: bool = True
     parentId: NonEmpty | None = None
 
@@ -105,7 +126,7 @@ class InboxListData(Strict):
 class InboxAnswerData(Strict):
     itemId: NonEmpty
     # Its shape depends on the item's kind (inbox/answers.py): checked by the inbox service.
-    answer: dict[str, Any]
+    answer: JsonObject
 
 
 class InboxRef(Strict):
@@ -221,6 +242,7 @@ ClientFrame = Annotated[
     Field(discriminator="type"),
 ]
 client_frame = TypeAdapter(ClientFrame)
+FRAME_TYPES = frozenset(client_frame.json_schema()["discriminator"]["mapping"])
 
 # In PROTOCOL.md, but served by parts of the Brain that are not built yet: request type → the
 # part it needs (answered with a 400 saying so).
@@ -233,6 +255,6 @@ def describe_validation_error(error: ValidationError) -> tuple[str, str]:
     path = ".".join(str(part) for part in first["loc"] if not str(part).startswith("function-"))
     # Union members add their tag to the path ("chat.data.text"); drop it, the type is known.
     head, _, rest = path.partition(".")
-    if rest and "-" in head:
+    if rest and head in FRAME_TYPES:
         path = rest
-    return path, first["msg"]
+    return path, str(first["msg"]).removeprefix("Value error, ")

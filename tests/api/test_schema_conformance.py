@@ -2,8 +2,8 @@
 invalid requests (with alice's token) and checks every answer against the document: no server
 error, a status code the operation documents, a body of the documented shape.
 
-Not checked: that every invalid request is refused. Pagination follows DRF, which reads a
-malformed `limit` or `offset` as absent (the first page) instead of answering 400.
+Not checked: that every invalid request is refused (tests/api/test_bad_input_api.py checks the
+cases found by hand, a malformed `limit` or `offset` among them).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def test_a_chat_whose_provider_is_down_waits_with_the_error_and_keeps_the_messag
     notice = SessionEvent.objects.filter(session_id=session.pk, event="notification").last()
     assert notice is not None
     assert notice.data["level"] == "warning"
-    assert "send another" in notice.data["text"]
+    assert "send process-resume" in notice.data["text"]
     # and the sweep does not retry it on its own
     recovery.recover_lanes(min_pending_age=timedelta(0))
     settled(chat_id, Status.BLOCKED)
@@ -156,3 +156,34 @@ def test_a_worker_spawned_while_the_provider_is_down_waits_blocked_and_tells_its
     assert done.close_reason == "DONE"
     users = ConversationMessage.objects.filter(process_id=worker.pk, role="user")
     assert [m.content for m in users] == ["list the files"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_retried_after_two_provider_failures_sends_the_users_message_once(
+    alice, flaky: FlakyProvider, settings: Any
+):
+    # given a chat whose provider fails twice, then answers
+    settings.VANCETOPE_TURN_RETRY_SECONDS = 0.01
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    assert chat_id is not None
+    original = flaky.stream
+
+    def fail_twice(*args: Any, **kwargs: Any) -> Iterator[StreamItem]:
+        flaky.down = flaky.calls < 2
+        return original(*args, **kwargs)
+
+    flaky.stream = fail_twice  # type: ignore[method-assign]
+    # when the person says hello
+    steer.send_chat(session.pk, "hello")
+    wait_until(
+        lambda: ConversationMessage.objects.filter(process_id=chat_id, role="assistant").exists()
+    )
+    settled(chat_id, Status.IDLE)
+    # then the third attempt answered, and "hello" went out as one chat-message
+    assert flaky.calls == 3
+    sent = SessionEvent.objects.filter(session_id=session.pk, event="chat-message")
+    assert [(e.data["role"], e.data["text"]) for e in sent.order_by("seq")] == [
+        ("user", "hello"),
+        ("assistant", "echo: hello"),
+    ]

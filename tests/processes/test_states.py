@@ -32,9 +32,10 @@ def test_table_allows_exactly_the_statuses_of_architecture_section_4(call, allow
     assert {status for status in Status.values if is_allowed(call, status, "STOPPED")} == allowed
 
 
-def test_reset_of_a_closed_process_needs_close_reason_stopped():
+def test_reset_of_a_closed_process_needs_close_reason_stopped_or_failed():
     assert is_allowed(Call.RESET, Status.CLOSED, CloseReason.STOPPED)
-    for reason in (CloseReason.DONE, CloseReason.STALE, CloseReason.FAILED):
+    assert is_allowed(Call.RESET, Status.CLOSED, CloseReason.FAILED)
+    for reason in (CloseReason.DONE, CloseReason.STALE):
         assert not is_allowed(Call.RESET, Status.CLOSED, reason)
 
 

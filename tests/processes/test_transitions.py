@@ -356,3 +356,17 @@ def test_no_module_but_the_transitions_writer_writes_a_process_status():
         if model in {"ThinkProcess", "?"}
     ]
     assert found == [], "a process's status is written only by processes/transitions.py"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_closed_failed_can_be_reset_to_init(alice):
+    # given a process that failed for good
+    process = worker(alice)
+    ThinkProcess.objects.filter(pk=process.pk).update(
+        status=Status.CLOSED, close_reason=CloseReason.FAILED
+    )
+    # when it is reset
+    reset = lifecycle.reset_process(process.pk)
+    # then it starts over from INIT
+    assert (reset.status, reset.close_reason) == (Status.INIT, "")
+    assert ThinkProcess.objects.get(pk=process.pk).status == Status.INIT

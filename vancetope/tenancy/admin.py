@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
 from vancetope.tenancy.models import (
     ApiToken,
@@ -10,6 +12,7 @@ from vancetope.tenancy.models import (
     Tenant,
     TenantMembership,
 )
+from vancetope.tenancy.services import revoke_token
 
 
 class TenantMembershipInline(admin.TabularInline):
@@ -55,5 +58,13 @@ class ApiTokenAdmin(admin.ModelAdmin):
     exclude = ["key_hash"]
     readonly_fields = ["prefix", "created_at", "last_used_at"]
 
+    actions = ["revoke"]
+
     def has_add_permission(self, request: object) -> bool:
         return False  # tokens are issued by `manage.py bootstrap` or the CLI, which show them once
+
+    @admin.action(description="Revoke the selected tokens (their open sockets close)")
+    def revoke(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
+        for token_pk in queryset.values_list("pk", flat=True):
+            revoke_token(token_pk)
+        self.message_user(request, f"{len(queryset)} token(s) revoked.")

@@ -14,6 +14,13 @@ AnyUser = AbstractBaseUser | AnonymousUser
 
 def authenticate_token(raw: str) -> AbstractBaseUser | None:
     """Return the active user owning this raw API token, or None."""
+    found = authenticate_token_with_id(raw)
+    return found[0] if found else None
+
+
+def authenticate_token_with_id(raw: str) -> tuple[AbstractBaseUser, int] | None:
+    """The active user owning this raw API token and the token's id (a socket watches it for
+    revocation), or None."""
     if not raw:
         return None
     token = (
@@ -28,7 +35,17 @@ def authenticate_token(raw: str) -> AbstractBaseUser | None:
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token.user, token.pk
+
+
+def revoke_token(token_pk: int) -> ApiToken:
+    """Revoke a token: REST calls with it are refused from now on, and sockets opened with it
+    close (4401; see revocation.py). Revoking a revoked token changes nothing."""
+    token = ApiToken.objects.get(pk=token_pk)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
 
 
 def visible_tenants(user: AnyUser) -> QuerySet[Tenant]:

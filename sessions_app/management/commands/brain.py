@@ -27,6 +27,13 @@ from vancetope.llm.factory import describe_provider
 log = logging.getLogger("vancetope.brain")
 
 
+def server_frame_limit() -> int:
+    """The largest WebSocket message the server reads: 16 times VANCETOPE_MAX_FRAME_BYTES (at
+    least 16 MiB). Frames up to it that are over the setting get a 413 on an open socket; only
+    a larger one makes the server close the connection (1009), without reading it all."""
+    return max(16 * settings.VANCETOPE_MAX_FRAME_BYTES, 16 * 1024 * 1024)
+
+
 class Command(BaseCommand):
     help = "Start the Brain (HTTP + WebSocket; embedded: worker and scheduler in-process)."
 
@@ -56,6 +63,11 @@ class Command(BaseCommand):
             http_timeout=None,
             websocket_timeout=24 * 3600,
             websocket_handshake_timeout=10,
+            # daphne's own limit (1 MiB) would drop the connection before the consumer sees
+            # the frame; the server reads frames up to this size so the consumer can answer
+            # one over VANCETOPE_MAX_FRAME_BYTES with a 413 and keep the socket.
+            websocket_max_message_size=server_frame_limit(),
+            websocket_max_frame_size=server_frame_limit(),
             # A closing socket applies its session's disconnect policy (suspend: every process
             # of the session). When a thousand sockets close at once those queue for the
             # worker threads; daphne must not kill them half-way.

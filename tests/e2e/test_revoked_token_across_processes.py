@@ -1,0 +1,75 @@
+"""A token revoked in one OS process closes the sockets a Brain process holds for it, through
+Redis (PostgreSQL + Redis, a real Brain and Celery worker)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection
+
+from tests.conftest import wait_until
+from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
+
+FINGERPRINT = {"machineId": "revoked-machine", "workingDir": "/srv/revoked"}
+
+
+def close_code(ws: ClientConnection) -> int | None:
+    """The code the Brain closes the socket with (frames before it are skipped)."""
+    try:
+        while True:
+            ws.recv(timeout=20)
+    except ConnectionClosed as closed:
+        return closed.rcvd.code if closed.rcvd else None
+
+
+@needs_services
+def test_a_token_revoked_in_another_process_closes_the_brains_socket_with_4401(
+    tmp_path,
+    scratch_database,  # noqa: F811
+):
+    # given a distributed Brain holding a cli session on a socket opened with the token
+    queue = f"vt-revoke-{uuid.uuid4().hex[:8]}"
+    env = brain_env(
+        tmp_path,
+        DATABASE_URL=scratch_database,
+        REDIS_URL=os.environ["REDIS_URL"],
+        VANCETOPE_TASK_QUEUE=queue,
+        VANCETOPE_CHANNEL_PREFIX=queue,
+    )
+    token = bootstrap(env)
+    worker = CeleryWorker(env, queue)
+    brain = Brain(env, free_port())
+    try:
+        client = brain.socket(token)
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        session_id = created["data"]["session"]["id"]
+        # when the token is revoked from a separate OS process (a shell on the same database)
+        code = (
+            "from vancetope.tenancy.models import ApiToken, hash_token; "
+            "from vancetope.tenancy.services import revoke_token; "
+            f"revoke_token(ApiToken.objects.get(key_hash=hash_token({token!r})).pk)"
+        )
+        subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        # then the Brain closes the socket as unauthenticated
+        assert close_code(client.ws) == 4401
+        # and the session follows its policy (cli: suspended); the token is refused over REST
+        other = bootstrap(env)
+        wait_until(
+            lambda: brain.get(f"/api/sessions/{session_id}", other)["status"] == "SUSPENDED",
+            timeout=30,
+            interval=0.2,
+        )
+    finally:
+        brain.stop()
+        worker.stop()
