@@ -250,9 +250,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "vancetope.api.Pagination",
-    # The API speaks JSON (and its schema says only that): a form or multipart body is a 415,
-    # not a body half-read as strings. DRF's JSON parser, with a body nested too deeply to read
-    # a 400 instead of a 500.
+    # The API speaks JSON (and its schema says only that): a form or multipart body is a 400
+    # naming the Content-Type, not a body half-read as strings. DRF's JSON parser, with a body
+    # nested too deeply to read a 400 instead of a 500.
     "DEFAULT_PARSER_CLASSES": ["vancetope.jsonbody.BodyParser"],
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -407,15 +407,16 @@ def test_lifecycle_commands_are_post_only(alice):
     assert ThinkProcess.objects.get(pk=session.chat_process_id).status == Status.IDLE
 
 
-def test_a_form_body_is_a_415_and_queues_nothing(alice):
+def test_a_form_body_is_a_400_naming_the_content_type_and_queues_nothing(alice):
     session = open_session(alice)
     chat_id = session.chat_process_id
     before = snapshot(chat_id)
     # when: the steer's body is a form, not JSON
     response = alice.api().post(f"/api/processes/tp_{chat_id}/steer", {"message": "hi"})
     # then
-    assert response.status_code == 415
+    assert response.status_code == 400
     body = response.json()
-    assert (body["code"], body["error"]) == (415, "unsupported-media-type")
-    assert body["message"].startswith('Unsupported media type "multipart/form-data')
+    assert (body["code"], body["error"]) == (400, "bad-request")
+    assert body["message"].startswith("Content-Type: ")
+    assert body["message"].endswith("send application/json")
     assert snapshot(chat_id) == before

@@ -39,8 +39,17 @@ def status_events(process: ThinkProcess) -> list[str]:
 
 
 def worker(tenancy: Tenancy, *, start: bool = True) -> ThinkProcess:
+    """A ford worker; started, once the first turn its start queued (the goal) has run."""
     session = open_session(tenancy)
-    return create.create_process(session, goal="count sheep", engine="ford", start=start)
+    process = create.create_process(session, goal="count sheep", engine="ford", start=start)
+    if start:
+        wait_until(
+            lambda: ThinkProcess.objects.filter(
+                pk=process.pk, consumed_count=1, status=Status.IDLE, lease_owner=""
+            ).exists()
+        )
+        process.refresh_from_db()
+    return process
 
 
 def snapshot(process_id: int) -> tuple[object, ...]:
