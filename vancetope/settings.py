@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "vancetope.tools",
     "inbox",
+    "triggers",
     "webui",
 ]
 
