@@ -8,6 +8,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -107,7 +108,7 @@ def test_engines_and_recipes_are_tables(config_dir: Path):
     assert "ford" in recipes.stdout
 
 
-def post_json(running: Brain, path: str, token: str, body: dict[str, object]) -> dict:
+def post_json(running: Brain, path: str, token: str, body: dict[str, Any]) -> Any:
     request = urllib.request.Request(
         f"{running.url}{path}",
         data=json.dumps(body).encode(),
