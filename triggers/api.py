@@ -7,7 +7,7 @@ or YAML/JSON text sent as `application/yaml` or `text/yaml` (its project then fr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -28,7 +28,7 @@ from sessions_app.protocol.outbound import (
 from triggers import notifications, runs, workflows
 from triggers.models import RunStatus, TriggerType
 from triggers.presenters import notification_data, run_data, workflow_data
-from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
+from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
@@ -59,6 +59,25 @@ class RunPage(Page[RunObject]):
 
 class NotificationPage(Page[NotificationObject]):
     """A page of notifications, newest first."""
+
+
+class WorkflowTaskInput(Body):
+    kind: Literal["WORKER", "USER_INPUT", "AGGREGATE"]
+    title: str
+    goal: str
+    recipe: str | None = None
+
+
+class WorkflowInput(Body):
+    """A workflow body (PROTOCOL.md "Workflow"); as JSON it may name its project."""
+
+    projectId: str | None = None
+    name: str
+    description: str | None = None
+    engine: str | None = None
+    goal: str
+    inputs: list[str] = []
+    tasks: list[WorkflowTaskInput]
 
 
 class RunInput(serializers.Serializer):
@@ -100,7 +119,7 @@ class WorkflowViewSet(viewsets.ViewSet):
         rows = workflows.filtered_workflows(request.user, request.query_params.get("project"))
         return paginated(request, self, rows, workflow_data)
 
-    @extend_schema(request=WorkflowObject, responses={201: WorkflowObject, **errors(400, 401)})
+    @extend_schema(request=WorkflowInput, responses={201: WorkflowObject, **errors(400, 401, 404)})
     def create(self, request: Request) -> Response:
         body, source, project = _body_and_project(request)
         if project is None:
@@ -115,7 +134,7 @@ class WorkflowViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, workflow_id: str) -> Response:
         return Response(workflow_data(workflows.get_visible_workflow(request.user, workflow_id)))
 
-    @extend_schema(request=WorkflowObject, responses={200: WorkflowObject, **errors(400, 401, 404)})
+    @extend_schema(request=WorkflowInput, responses={200: WorkflowObject, **errors(400, 401, 404)})
     def update(self, request: Request, workflow_id: str) -> Response:
         body, source, _ = _body_and_project(request)
         workflow = workflows.replace_workflow(request.user, workflow_id, body, source)

@@ -6,8 +6,9 @@ owner `_system`, `is_human=false`, `system=true`, no tools; or, for a person's
 services, and writes a RunLog `running`. Nothing polls or waits for it: the process carries the
 run's id in its params, and when it comes to rest (BLOCKED, or CLOSED) the settled hook of
 processes/actions/reports.py calls `process_settled` (registered in TriggersConfig.ready),
-which finishes the run log, notifies the owner of a run that blocked or failed, and closes a
-session the run opened. A blocked run leaves its session open, so that its process can still be
+which finishes the run log, asks the owner the question a blocked task waits for (a QUESTION
+inbox item), notifies the owner of a run that blocked or failed, and closes a session the run
+opened. A blocked run leaves its session open, so that its process can still be
 answered; that session closes when the process ends.
 """
 
@@ -22,6 +23,8 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet, Sum
 from django.utils.dateparse import parse_datetime
 
+from inbox.models import InboxItem, InboxKind, InboxStatus
+from inbox.services import TITLE_MAX, post_item
 from processes.actions import lifecycle
 from processes.actions.create import create_process
 from processes.models import ThinkProcess
@@ -148,8 +151,12 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
     run = RunLog.objects.select_related("project", "workflow").filter(pk=_pk(run_id)).first()
     if run is None:
         return
+    current = ThinkProcess.objects.select_related("session").get(pk=process.pk)
+    if status == Status.BLOCKED:
+        # Before the run's finish, so that its notification can name the question.
+        ask_owner(run, current)
     if run.status == RunStatus.RUNNING:
-        finish_run(run, ThinkProcess.objects.get(pk=process.pk))
+        finish_run(run, current)
     if status == Status.CLOSED and run.owns_session and run.session_id is not None:
         _close_when_open(run.session_id)
 
@@ -234,11 +241,29 @@ def finish_run(run: RunLog, process: ThinkProcess) -> None:
             notify(run.owner, run.project, text, level, run=run, process_id=process.public_id)
 
 
+def ask_owner(run: RunLog, process: ThinkProcess) -> InboxItem | None:
+    """A top-level marvin blocked on a USER_INPUT node has no parent to ask: the run's owner
+    gets the question as a QUESTION inbox item of the process, whose answer steers the node
+    (once per question: an OPEN item of the process is not asked again)."""
+    tree = (process.engine_state or {}).get("taskTree") or {}
+    node = next((n for n in tree.get("nodes", []) if n.get("status") == "BLOCKED"), None)
+    if node is None or node.get("kind") != "USER_INPUT" or process.parent_id is not None:
+        return None
+    if InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).exists():
+        return None
+    title = str(node.get("title") or "A question")[:TITLE_MAX]
+    return post_item(
+        process, InboxKind.QUESTION, title, str(node.get("goal") or ""), user=run.owner
+    )
+
+
 def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, str] | None:
     name = run.workflow.name if run.workflow is not None else process.public_id
     if outcome.status == RunStatus.BLOCKED:
         reasons = "; ".join(reason["reason"] for reason in outcome.blocked)
-        return f"Workflow '{name}' ({run.public_id}) is blocked: {reasons}", "warning"
+        asked = InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).first()
+        where = f" (answer {asked.public_id} in the inbox)" if asked is not None else ""
+        return f"Workflow '{name}' ({run.public_id}) is blocked: {reasons}{where}", "warning"
     if outcome.status == RunStatus.FAILED:
         return f"Workflow '{name}' ({run.public_id}) failed: {outcome.error}", "error"
     return None

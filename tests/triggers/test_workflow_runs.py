@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
+from inbox.models import InboxItem, InboxKind
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import ClientType, Session, SessionStatus
@@ -124,9 +125,10 @@ async def test_a_run_that_blocks_on_user_input_ends_blocked_and_notifies_the_own
     ]
     assert (run.tasks_blocked, run.notifications_sent) == (1, 1)
     stored = await database_sync_to_async(Notification.objects.get)(run=run)
+    asked = await database_sync_to_async(InboxItem.objects.get)(user=alice.user)
     assert notice["data"] == {
         "text": f"Workflow 'review' ({run_id}) is blocked: waiting for input: Which moons of "
-        "Saturn?",
+        f"Saturn? (answer {asked.public_id} in the inbox)",
         "level": "warning",
         "id": stored.public_id,
         "runId": run_id,
@@ -136,3 +138,46 @@ async def test_a_run_that_blocks_on_user_input_ends_blocked_and_notifies_the_own
     session = await database_sync_to_async(lambda: Session.objects.get(pk=run.session_id))()
     assert session.status == SessionStatus.OPEN
     await client.ws.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owner_answers_a_blocked_runs_question_and_its_process_goes_on_to_the_end(
+    alice, script
+):
+    # given a run blocked on its question, and a script for the report after it
+    script([{"engine": "marvin", "step": "aggregate", "reply": "Rings it is."}])
+    body = {
+        **REVIEW,
+        "tasks": [
+            {"kind": "USER_INPUT", "title": "Scope", "goal": "Which part of ${input.topic}?"}
+        ],
+    }
+    workflow_id = create_workflow(alice, body)
+    started = alice.api().post(
+        f"/api/workflows/{workflow_id}/run", {"input": {"topic": "Saturn"}}, format="json"
+    )
+    run = finished_run(started.json()["runId"])
+    assert run.status == RunStatus.BLOCKED
+    # then the question is in alice's inbox (not _system's), from the run's process
+    item = InboxItem.objects.get(user=alice.user)
+    assert (item.kind, item.title, item.body) == (
+        InboxKind.QUESTION,
+        "Scope",
+        "Which part of Saturn?",
+    )
+    assert item.origin_public_id == run.process_public_id
+    # when she answers it
+    answered = alice.api().post(
+        f"/api/inbox/{item.public_id}/answer", {"answer": {"text": "the rings"}}, format="json"
+    )
+    assert answered.json()["delivered"] is True
+    # then the process finishes with her answer as the node's result, and the session the run
+    # opened is closed; the run log still says how the run itself ended
+    process = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=run.process_id, status=Status.CLOSED).first()
+    )
+    assert process.close_reason == CloseReason.DONE
+    assert "the rings" in process.engine_state["taskTree"]["nodes"][1]["result"]
+    assert wait_until(lambda: Session.objects.get(pk=run.session_id).status == SessionStatus.CLOSED)
+    run.refresh_from_db()
+    assert run.status == RunStatus.BLOCKED
