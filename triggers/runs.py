@@ -151,7 +151,9 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
     run = RunLog.objects.select_related("project", "workflow").filter(pk=_pk(run_id)).first()
     if run is None:
         return
-    current = ThinkProcess.objects.select_related("session").get(pk=process.pk)
+    current = ThinkProcess.objects.select_related("session").filter(pk=process.pk).first()
+    if current is None:
+        return
     if status == Status.BLOCKED:
         # Before the run's finish, so that its notification can name the question.
         ask_owner(run, current)

@@ -260,6 +260,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two bodies have a field `kind`: an inbox item's and a workflow task's.
+    "ENUM_NAME_OVERRIDES": {
+        "InboxKindEnum": ["OUTPUT_TEXT", "APPROVAL", "QUESTION"],
+        "WorkflowTaskKindEnum": ["WORKER", "USER_INPUT", "AGGREGATE"],
+    },
 }
 
 # --- i18n, static --------------------------------------------------------------------------------
