@@ -11,7 +11,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ("brain_sessions", "0005_alter_session_client_type"),
-        ("processes", "0005_thinkprocess_llm_calls"),
+        ("processes", "0005_llm_calls"),
         ("tenancy", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
