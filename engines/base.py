@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from engines.capabilities import ProcessView
+    from engines.capabilities import Definitions, ProcessView
     from engines.context import ThinkEngineContext
     from engines.messages import PendingMessage
 
@@ -36,6 +36,17 @@ class Summary:
 
     human_summary: str
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+class ParamsRefused(ValueError):
+    """A new process's params its engine cannot run with, refused before the process is
+    created; `field` names the offending one as the request spells it
+    (`params.strategy.phases[1].gate.all[0].op`)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,14 @@ class ThinkEngine(ABC):
     # Required: how a process of this engine stays open after start (see Contract);
     # register_engine refuses an engine without one.
     contract: ClassVar[Contract]
+
+    def prepare_params(self, params: dict[str, Any], definitions: Definitions) -> dict[str, Any]:
+        """Before a process of this engine is created: the params it is created with (the
+        recipe's, then the caller's), as they are to be stored. An engine whose params name a
+        definition (vogon's strategy) resolves and checks it here through `definitions` and
+        stores the copy, so a later edit of the definition never changes the process; a
+        ParamsRefused refuses the process with the field named. The default keeps them."""
+        return params
 
     @abstractmethod
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

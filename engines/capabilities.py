@@ -27,10 +27,12 @@ from typing import Any, Protocol
 
 # The LLM's vocabulary is the kernel's; engines get it from here, not from the kernel.
 from vancetope.llm.base import Completion, LlmMessage, TextDelta, ToolCall, ToolSchema
+from vancetope.llm.base import LlmError as ProviderError
 
 __all__ = [
     "Completion",
     "Conversation",
+    "Definitions",
     "Events",
     "Inbox",
     "Llm",
@@ -38,6 +40,7 @@ __all__ = [
     "Memory",
     "ProcessView",
     "Processes",
+    "ProviderError",
     "StructuredOutputError",
     "TextDelta",
     "ToolCall",
@@ -49,13 +52,28 @@ __all__ = [
 
 
 class ProcessView(Protocol):
-    """The process row as an engine sees it: it reads the goal and owns `engine_state`."""
+    """The process row as an engine sees it: it reads the goal and owns `engine_state`.
+    `engine_params` are the params it was created with; the lane stores them with every call
+    too, so an engine may keep progress there (vogon's `strategyState`)."""
 
     @property
     def public_id(self) -> str: ...
 
     goal: str
     engine_state: dict[str, Any]
+    engine_params: dict[str, Any]
+
+
+class Definitions(Protocol):
+    """Named definitions a new process's params may refer to, looked up in its project
+    (`ThinkEngine.prepare_params`); implemented by `recipes_app/strategies.py`."""
+
+    def strategy(self, ref: Any, *, field: str) -> dict[str, Any]:
+        """A vogon strategy: by name (the project's, else the tenant's, else the bundled one)
+        or given inline (a mapping), checked against its JSON Schema and the recipes its phases
+        name; the copy to keep. A strategy that does not fit raises ParamsRefused naming the
+        field (`field` + the path inside an inline strategy)."""
+        ...
 
 
 class StructuredOutputError(Exception):
@@ -69,8 +87,22 @@ class StructuredOutputError(Exception):
 
 
 class Llm(Protocol):
+    """Every call may raise ProviderError (the provider failed: network, auth, rate limit).
+    An engine that lets it through leaves the turn to the lane, which retries and then makes
+    the process BLOCKED with the error; an engine with a fallback (zaphod's synthesizer)
+    catches it. `model` asks for a model other than the configured one ("": the configured)."""
+
+    # The model a step may fall back to when its call fails (VANCETOPE_LLM_FALLBACK_MODEL);
+    # "" when none is configured.
+    fallback_model: str
+
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None, *, step: str = ""
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        step: str = "",
+        model: str = "",
     ) -> Iterator[TextDelta | ToolCall]:
         """Stream the answer; token usage is counted and the lane's boundary checked between
         deltas (a pause or stop ends the call early). `step` names the engine's step (the
@@ -84,12 +116,13 @@ class Llm(Protocol):
         *,
         stream_to_client: bool = True,
         step: str = "",
+        model: str = "",
     ) -> Completion:
         """The whole answer; its text streams to the session's client unless told not to."""
         ...
 
     def structured(
-        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str
+        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str, model: str = ""
     ) -> dict[str, Any]:
         """Structured output through a tool call (ARCHITECTURE §5a): the LLM is offered the one
         tool `schema` declares and must call it; the call's arguments are checked against its

@@ -12,6 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# How a process's lastError begins when it waits (BLOCKED) because its LLM provider failed
+# every attempt of a turn (processes/lane/driver.py writes it; a parent reads it through
+# ParentReport.provider_failed).
+PROVIDER_FAILED = "the LLM provider failed: "
+
 
 @dataclass(frozen=True)
 class Message:
@@ -58,6 +63,11 @@ class ParentReport(Message):
 
     def prompt_text(self) -> str:
         return f"[report from {self.child_id} ({self.engine}): {self.event}]\n{self.text}"
+
+    @property
+    def provider_failed(self) -> bool:
+        """The child waits (BLOCKED) because its LLM provider failed, not for an answer."""
+        return self.event == "BLOCKED" and self.error.startswith(PROVIDER_FAILED)
 
 
 @dataclass(frozen=True)

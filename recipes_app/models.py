@@ -95,3 +95,64 @@ class Recipe(models.Model):
             "category": self.category,
             "roles": list(self.roles),
         }
+
+
+class Strategy(models.Model):
+    """A vogon strategy: a linear list of phases (recipes_app/strategy.schema.json). Bundled ones
+    come from recipes_app/strategies.yaml; a tenant or project strategy of the same name
+    overrides them, as recipes do. A process keeps a copy of the one it runs."""
+
+    name = models.CharField(max_length=100, validators=[kebab])
+    title = models.CharField(max_length=200, blank=True)
+    description = models.TextField(blank=True)
+    phases = models.JSONField(default=list)
+    scope = models.CharField(max_length=16, choices=RecipeScope.choices)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="strategies"
+    )
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="strategies"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "scope"]
+        verbose_name_plural = "strategies"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"],
+                condition=Q(scope="bundled"),
+                name="uniq_bundled_strategy_name",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "tenant"],
+                condition=Q(scope="tenant"),
+                name="uniq_tenant_strategy_name",
+            ),
+            models.UniqueConstraint(
+                fields=["name", "project"],
+                condition=Q(scope="project"),
+                name="uniq_project_strategy_name",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    Q(scope="bundled", tenant__isnull=True, project__isnull=True)
+                    | Q(scope="tenant", tenant__isnull=False, project__isnull=True)
+                    | Q(scope="project", project__isnull=False)
+                ),
+                name="strategy_scope_matches_owner",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.scope})"
+
+    def document(self) -> dict[str, object]:
+        """The strategy as its JSON Schema describes it (what is validated and copied)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "phases": list(self.phases),
+        }

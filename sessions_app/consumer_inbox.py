@@ -37,7 +37,7 @@ class InboxFrames:
                 inbox.do_answer, self.user, frame.data.itemId, frame.data.answer
             )
         except BadRequest as exc:
-            raise _in_frame(exc) from exc
+            raise in_frame(exc) from exc
         data = out.InboxAnsweredData.model_validate(
             {"item": item_data(answered.item), "delivered": answered.delivered}
         )
@@ -49,7 +49,7 @@ class InboxFrames:
         await self.send_model(out.InboxDismissed(replyTo=frame.id, data=data))
 
 
-def _in_frame(exc: BadRequest) -> BadRequest:
+def in_frame(exc: BadRequest) -> BadRequest:
     """A field the service names (`answer.decision`) as the frame spells it
     (`data.answer.decision`)."""
     field = getattr(exc, "field", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from processes.presenters import process_data
-from sessions_app.consumer_inbox import _in_frame
+from sessions_app.consumer_inbox import in_frame
 from sessions_app.protocol import inbound as p
 from sessions_app.protocol import outbound as out
 from sessions_app.service_calls import call_service
@@ -39,5 +39,5 @@ class WorkflowFrames:
         try:
             data = out.WorkflowStartedData.model_validate(await call_service(starting))
         except BadRequest as exc:
-            raise _in_frame(exc) from exc
+            raise in_frame(exc) from exc
         await self.send_model(out.WorkflowStarted(replyTo=frame.id, data=data))

@@ -29,7 +29,7 @@ from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
-from sessions_app.consumer_inbox import InboxFrames
+from sessions_app.consumer_inbox import InboxFrames, in_frame
 from sessions_app.consumer_workflows import WorkflowFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
@@ -310,16 +310,20 @@ class BrainConsumer(InboxFrames, WorkflowFrames, AsyncWebsocketConsumer):
         if data.parentId:
             parent_pk = parse_public_id("tp", data.parentId, "process")
             parent = await call_service(queries.get_visible_process, self.user, parent_pk)
-        process = await call_service(
-            create.create_process,
-            session,
-            goal=data.goal,
-            engine=data.thinkEngine,
-            recipe=data.recipe,
-            params=data.params,
-            parent=parent,
-            start=data.start,
-        )
+        try:
+            process = await call_service(
+                create.create_process,
+                session,
+                goal=data.goal,
+                engine=data.thinkEngine,
+                recipe=data.recipe,
+                params=data.params,
+                parent=parent,
+                start=data.start,
+            )
+        except BadRequest as exc:
+            # Params the engine refused (a vogon strategy) name their field.
+            raise in_frame(exc) from exc
         await self._send_process("process-created", frame.id, process)
 
     async def _send_process(self, kind: str, request_id: str | None, process: ThinkProcess) -> None:

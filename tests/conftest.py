@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 
 from processes.lane.worker import shutdown_worker
 from recipes_app.services import sync_bundled_recipes
+from recipes_app.strategies import sync_bundled_strategies
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from vancetope.llm.factory import reset_provider_cache
@@ -125,6 +126,7 @@ def script(settings: Any, tmp_path: Path) -> Callable[[list[dict[str, Any]]], No
 @pytest.fixture
 def recipes(db: Any) -> None:
     sync_bundled_recipes()
+    sync_bundled_strategies()
 
 
 @pytest.fixture

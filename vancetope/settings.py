@@ -204,6 +204,9 @@ VANCETOPE_TREE_MAX_WALL_SECONDS = env_float("VANCETOPE_TREE_MAX_WALL_SECONDS", 0
 # --- LLM -----------------------------------------------------------------------------------------
 VANCETOPE_LLM = env_str("VANCETOPE_LLM", "scripted")
 VANCETOPE_LLM_MODEL = env_str("VANCETOPE_LLM_MODEL")
+# A second model of the same provider that a step may fall back to when its call fails
+# (zaphod's synthesizer; engines read it as ctx.llm.fallback_model); empty: no fallback.
+VANCETOPE_LLM_FALLBACK_MODEL = env_str("VANCETOPE_LLM_FALLBACK_MODEL")
 VANCETOPE_LLM_SCRIPT = env_str("VANCETOPE_LLM_SCRIPT")
 VANCETOPE_LLM_TIMEOUT = env_float("VANCETOPE_LLM_TIMEOUT", 120.0)
 VANCETOPE_LLM_MAX_TOKENS = env_int("VANCETOPE_LLM_MAX_TOKENS", 4096)
@@ -245,6 +248,9 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # The API speaks JSON (and its schema says only that): a form or multipart body is a 415,
+    # not a body half-read as strings.
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -6,9 +6,14 @@ chat, or calls the orchestration tools (`process_create`, `process_steer`, `proc
 A child's report comes back as a message too: arthur's LLM reads it (`[report from tp_N
 (engine): STATUS]`) and tells the person; a substantial result is also kept as an OUTPUT_TEXT
 inbox item. A child that is BLOCKED with a question asks the
-person: as an inbox QUESTION item when the inbox is there (the answer is steered back to the
-child), else in the chat (the person's next message is steered back to it). arthur never
-reaches DONE.
+person: as an inbox QUESTION item when the inbox is there (an APPROVAL item when the child asks
+for an approval, as vogon's checkpoint does; the answer is steered back to the child), else in
+the chat (the person's next message is steered back to it).
+
+As the session's chat process arthur never reaches DONE. Given a goal as a worker (the recipe
+`arthur-sub`, under a vogon) it works the goal the same way and closes DONE with its answer once
+none of its own workers is still open; without the inbox, a worker's question goes up to its
+parent (arthur BLOCKED, asking it) instead of to the person.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import override
 
-from engines.base import Contract, ThinkEngine
+from engines.base import Contract, Summary, ThinkEngine
 from engines.capabilities import LlmMessage, ToolCall, ToolSchema
-from engines.context import CapabilityNotAvailable
+from engines.context import CapabilityNotAvailable, Finish
 from engines.messages import InboxAnswer, ParentReport
 from engines.registry import register_engine
 
@@ -107,6 +112,9 @@ class Arthur(ThinkEngine):
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         process.engine_state = {"questions": {}, "asking": None}
+        if process.goal and not ctx.is_chat_process:
+            # A worker's goal: its tool loop runs in the lane, not in whoever started it.
+            ctx.defer_turn(process.goal)
 
     @override
     def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
@@ -118,7 +126,11 @@ class Arthur(ThinkEngine):
             if not isinstance(message, ParentReport):
                 ctx.events.chat_message("user", text, at_once=True)
             ctx.conversation.append(LlmMessage(role="user", content=text))
-            self._loop(ctx)
+            answer = self._loop(ctx)
+            if answer is not None and not ctx.is_chat_process and not self._working(ctx):
+                # A worker's goal is reached once it answers and none of its own is open.
+                state["result"] = answer
+                ctx.finish(Finish.DONE)
         process.engine_state = state
 
     def _route_question(
@@ -129,14 +141,17 @@ class Arthur(ThinkEngine):
         if isinstance(message, ParentReport) and message.event == "BLOCKED":
             question = str(message.payload.get("question") or "")
             if question and not message.error:
-                self._ask(ctx, state, message.child_id, question)
+                approval = bool(message.payload.get("approval"))
+                self._ask(ctx, state, message.child_id, question, approval=approval)
                 return True
         if isinstance(message, InboxAnswer) and message.item_id in state["questions"]:
             self._pass_answer(ctx, state["questions"].pop(message.item_id), message.text)
             return True
         if state.get("asking") and not isinstance(message, ParentReport | InboxAnswer):
-            # The person's answer to the question asked in the chat.
+            # The person's answer to the question asked in the chat (or the parent's, to the
+            # question a worker arthur passed up).
             child, state["asking"] = state["asking"], None
+            state.pop("asked", None)
             self._say(ctx, "user", message.text, at_once=True)
             self._pass_answer(ctx, child, message.text)
             return True
@@ -154,14 +169,17 @@ class Arthur(ThinkEngine):
         ctx.conversation.append(LlmMessage(role=role, content=text))
         ctx.events.chat_message(role, text, at_once=at_once)
 
-    def _loop(self, ctx: ThinkEngineContext) -> None:
+    def _loop(self, ctx: ThinkEngineContext) -> str | None:
+        """The tool loop on the conversation; its answer, or None if the steps ran out while
+        the LLM still called tools."""
         tools = [*ORCHESTRATION, *ctx.tools.schemas()]
-        answer = ""
+        answer, finished = "", False
         for _ in range(int(ctx.settings.get("maxSteps", 6))):
             completion = ctx.llm.complete(ctx.prompt(), tools, step="chat")
             ctx.conversation.append_completion(completion)
             answer = completion.text
             if not completion.tool_calls:
+                finished = True
                 break
             for call in completion.tool_calls:
                 if call.name in ORCHESTRATION_NAMES:
@@ -173,6 +191,12 @@ class Arthur(ThinkEngine):
                     ctx.tools.answer(call)
         if answer:
             ctx.events.chat_message("assistant", answer)
+        return answer if finished else None
+
+    @staticmethod
+    def _working(ctx: ThinkEngineContext) -> bool:
+        """Whether one of its workers is still open (it will report)."""
+        return any(child["status"] != "CLOSED" for child in ctx.processes.list())
 
     def _orchestrate(self, ctx: ThinkEngineContext, call: ToolCall) -> str:
         """One orchestration tool call; what the LLM reads back (never raises for a refusal)."""
@@ -218,13 +242,26 @@ class Arthur(ThinkEngine):
             return  # the chat still tells the person
 
     def _ask(
-        self, ctx: ThinkEngineContext, state: dict[str, Any], child: str, question: str
+        self,
+        ctx: ThinkEngineContext,
+        state: dict[str, Any],
+        child: str,
+        question: str,
+        *,
+        approval: bool = False,
     ) -> None:
+        kind, title = ("APPROVAL", f"{child} asks for approval") if approval else ("QUESTION", "")
         try:
-            item = ctx.inbox.post(kind="QUESTION", title=f"{child} asks", body=question)
+            item = ctx.inbox.post(kind=kind, title=title or f"{child} asks", body=question)
         except CapabilityNotAvailable:
             state["asking"] = child
-            self._say(ctx, "assistant", f"{child} asks: {question}")
+            if not ctx.is_chat_process:
+                # A worker arthur has nobody to chat with: it asks its parent.
+                state["asked"] = {"question": question, "approval": approval}
+                ctx.block()
+                return
+            hint = " (answer approve or reject)" if approval else ""
+            self._say(ctx, "assistant", f"{child} asks: {question}{hint}")
             return
         state["questions"][item] = child
         ctx.events.chat_message("assistant", f"{child} asks: {question} (inbox {item})")
@@ -236,3 +273,18 @@ class Arthur(ThinkEngine):
             ctx.events.chat_message("assistant", f"I could not pass your answer on: {refused}")
             return
         self._say(ctx, "assistant", f"Passed on to {child}.")
+
+    @override
+    def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
+        """A worker arthur's answer, or the question of one of its workers it passes up."""
+        state = process.engine_state
+        payload: dict[str, Any] = {"processId": process.public_id, "event": event}
+        asked = state.get("asked")
+        if event == "BLOCKED" and asked:
+            payload["question"] = asked["question"]
+            if asked["approval"]:
+                payload |= {"approval": True, "options": ["approve", "reject"]}
+            return Summary(f"**Question** ({state['asking']}): {asked['question']}", payload)
+        if event == "DONE" and state.get("result"):
+            return Summary(str(state["result"]), {**payload, "result": state["result"]})
+        return super().summarize_for_parent(process, event)

@@ -1,6 +1,14 @@
 """ford — two heads, no brain: user message → LLM → reply. No tools, no memory.
 
 The smoke-test engine and the chat engine until arthur exists.
+
+Two params make a ford a council head (zaphod's, recipe `zaphod-head`):
+- `finishAfterGoal: true`: it answers its goal in a turn of its own (step `head`) and finishes
+  DONE; its report to the parent carries the answer. The goal is answered in the lane, not in
+  `start`, so a provider that fails leaves the head BLOCKED with the error, which its parent
+  hears, instead of a start that never ends.
+- `persona`: text appended to the system prompt (who this head is).
+Without them ford behaves as it always did.
 """
 
 from __future__ import annotations
@@ -9,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import override
 
-from engines.base import Contract, ThinkEngine
+from engines.base import Contract, Summary, ThinkEngine
 from engines.capabilities import LlmMessage
+from engines.context import Finish
 from engines.registry import register_engine
 
 if TYPE_CHECKING:
@@ -34,15 +43,43 @@ class Ford(ThinkEngine):
         # A worker spawned with a goal answers it at once; the session's chat process waits
         # for the first chat message instead.
         if process.goal and not ctx.is_chat_process:
-            self._answer(ctx, process.goal)
+            if _finishes_after_goal(ctx):
+                ctx.defer_turn(process.goal)
+            else:
+                self._answer(ctx, process.goal)
 
     @override
     def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: PendingMessage) -> None:
-        self._answer(ctx, message.prompt_text())
+        if not _finishes_after_goal(ctx):
+            self._answer(ctx, message.prompt_text())
+            return
+        process.engine_state = {"answer": self._answer(ctx, message.prompt_text(), step="head")}
+        ctx.finish(Finish.DONE)
 
-    def _answer(self, ctx: ThinkEngineContext, text: str) -> None:
+    def _answer(self, ctx: ThinkEngineContext, text: str, step: str = "answer") -> str:
         ctx.conversation.append(LlmMessage(role="user", content=text))
         ctx.events.chat_message("user", text, at_once=True)
-        completion = ctx.llm.complete(ctx.prompt(), step="answer")
+        completion = ctx.llm.complete(_prompt(ctx), step=step)
         ctx.conversation.append(LlmMessage(role="assistant", content=completion.text))
         ctx.events.chat_message("assistant", completion.text)
+        return completion.text
+
+    @override
+    def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
+        answer = process.engine_state.get("answer")
+        if event == "DONE" and isinstance(answer, str):
+            payload = {"processId": process.public_id, "event": event, "answer": answer}
+            return Summary(answer or "(an empty answer)", payload)
+        return super().summarize_for_parent(process, event)
+
+
+def _finishes_after_goal(ctx: ThinkEngineContext) -> bool:
+    return ctx.settings.get("finishAfterGoal") is True
+
+
+def _prompt(ctx: ThinkEngineContext) -> list[LlmMessage]:
+    persona = str(ctx.settings.get("persona") or "")
+    if not persona:
+        return ctx.prompt()
+    system = "\n\n".join(part for part in (ctx.system_prompt(), persona) if part)
+    return [LlmMessage(role="system", content=system), *ctx.conversation.history()]

@@ -4,16 +4,23 @@ A worker process answers its goal and closes DONE, reporting the result to its p
 session's chat process it runs the same loop on every message and stays open. Tools come from
 the effective pool (ctx.tools); the recipe decides which (frankie-coding: the client's shell,
 filesystem and git tools).
+
+A worker given an `outputSchema` param (a JSON Schema of an object: a vogon phase's `output`)
+ends its goal with one more LLM step, `report`: the LLM must call `report_result`, whose
+parameters are that schema, and the call's arguments are the worker's structured output (in its
+report's payload as `output`). An answer without a valid call is sent back once with the error;
+a second one fails the worker with it.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
 
 from engines.base import Contract, Summary, ThinkEngine
-from engines.capabilities import LlmMessage
+from engines.capabilities import LlmMessage, StructuredOutputError, ToolSchema
 from engines.context import Finish
 from engines.registry import register_engine
 
@@ -21,6 +28,11 @@ if TYPE_CHECKING:
     from engines.capabilities import ProcessView
     from engines.context import ThinkEngineContext
     from engines.messages import PendingMessage
+
+REPORT_TOOL = "report_result"
+# The report step's last user message; it ends with the goal, so a script's `match` can tell
+# one worker's report from another's.
+REPORT_ASK = "[control: report] Call report_result with the result of this goal:\n{goal}"
 
 
 @register_engine
@@ -84,8 +96,28 @@ class Frankie(ThinkEngine):
             ctx.conversation.append(LlmMessage(role="assistant", content=answer))
         ctx.events.chat_message("assistant", answer)
         process.engine_state = {**process.engine_state, "result": answer, "outcome": outcome}
-        if not ctx.is_chat_process:
-            ctx.finish(Finish.DONE)
+        if ctx.is_chat_process:
+            return
+        schema = ctx.settings.get("outputSchema")
+        if outcome == "done" and isinstance(schema, dict):
+            try:
+                output = self._report(ctx, schema, process.goal)
+            except StructuredOutputError as failed:
+                process.engine_state = {**process.engine_state, "outcome": "report-failed"}
+                ctx.finish(Finish.FAILED, error=str(failed))
+                return
+            process.engine_state = {**process.engine_state, "output": output}
+        ctx.finish(Finish.DONE)
+
+    def _report(self, ctx: ThinkEngineContext, schema: dict[str, Any], goal: str) -> dict[str, Any]:
+        """The structured output of the goal's result (step `report`, tool report_result)."""
+        tool = ToolSchema(
+            name=REPORT_TOOL,
+            description="Report the result of the goal as structured output.",
+            parameters=schema,
+        )
+        ask = LlmMessage(role="user", content=REPORT_ASK.format(goal=goal))
+        return ctx.llm.structured(ctx.prompt(ask), tool, step="report")
 
     @override
     def summarize_for_parent(self, process: ProcessView, event: str) -> Summary:
@@ -99,4 +131,9 @@ class Frankie(ThinkEngine):
             "outcome": outcome,
             "result": result,
         }
-        return Summary(human_summary=f"**{process.goal}** ({outcome})\n\n{result}", payload=payload)
+        text = f"**{process.goal}** ({outcome})\n\n{result}"
+        output = process.engine_state.get("output")
+        if output is not None:
+            payload["output"] = output
+            text += f"\n\nOutput: `{json.dumps(output, ensure_ascii=False)}`"
+        return Summary(human_summary=text, payload=payload)

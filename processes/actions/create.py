@@ -7,13 +7,15 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from engines.base import ParamsRefused
 from engines.registry import get_engine
 from processes.actions import lifecycle
 from processes.budgets import Placement, check_spawn
 from processes.models import ThinkProcess
 from recipes_app.services import resolve_recipe
+from recipes_app.strategies import ProjectDefinitions
 from sessions_app.models import Session, SessionStatus
-from vancetope.errors import Conflict, NotFound
+from vancetope.errors import BadRequest, Conflict, NotFound
 
 
 def create_process(
@@ -27,7 +29,9 @@ def create_process(
     start: bool = True,
 ) -> ThinkProcess:
     """Spawn a process in the session; its recipe is copied into it (the snapshot). A child
-    (`parent`) is placed in its parent's tree, within the tree's budgets (BudgetExceeded)."""
+    (`parent`) is placed in its parent's tree, within the tree's budgets (BudgetExceeded).
+    Params the engine refuses (`prepare_params`: a vogon strategy that does not fit its
+    schema) are a 400 naming the field, and nothing is created."""
     if session.status != SessionStatus.OPEN:
         raise Conflict(f"session {session.public_id} is {session.status}")
     if parent is not None and parent.session_id != session.pk:
@@ -39,6 +43,14 @@ def create_process(
     engine_impl = get_engine(chosen.engine)
     if engine_impl is None:
         raise NotFound(f"think engine {chosen.engine!r} is not registered")
+    try:
+        engine_params = engine_impl.prepare_params(
+            {**chosen.params, **(params or {})}, ProjectDefinitions(session.project)
+        )
+    except ParamsRefused as refused:
+        error = BadRequest(str(refused), error="invalid")
+        error.field = refused.field  # type: ignore[attr-defined]
+        raise error from refused
     placement = check_spawn(parent) if parent is not None else Placement(depth=0, root_id=None)
     now = timezone.now()
     process = ThinkProcess.objects.create(
@@ -51,7 +63,7 @@ def create_process(
         goal=goal,
         recipe_name=chosen.name,
         recipe_snapshot=chosen.snapshot(),
-        engine_params={**chosen.params, **(params or {})},
+        engine_params=engine_params,
         created_at=now,
         updated_at=now,
     )

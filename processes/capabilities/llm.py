@@ -32,8 +32,10 @@ class LlmAccess:
         boundary: Callable[[], None],
         info: CallInfo | None = None,
         before_call: Callable[[], None] | None = None,
+        fallback_model: str = "",
     ) -> None:
         self.provider = provider
+        self.fallback_model = fallback_model
         # Checks the process tree's budgets before each call (processes/budgets.py).
         self._before_call = before_call
         # Who calls (engine, recipe); each call adds its step.
@@ -43,13 +45,18 @@ class LlmAccess:
         self._boundary = boundary
 
     def stream(
-        self, messages: list[LlmMessage], tools: list[ToolSchema] | None = None, *, step: str = ""
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        *,
+        step: str = "",
+        model: str = "",
     ) -> Iterator[TextDelta | ToolCall]:
         # What the turn has to say (its start, the user's message) is out before the wait.
         self._events.store_held()
         if self._before_call is not None:
             self._before_call()
-        info = CallInfo(self._info.engine, step, self._info.recipe)
+        info = CallInfo(self._info.engine, step, self._info.recipe, model)
         for item in self.provider.stream(messages, tools, info):
             if isinstance(item, TextDelta | ToolCall):
                 yield item
@@ -65,10 +72,11 @@ class LlmAccess:
         *,
         stream_to_client: bool = True,
         step: str = "",
+        model: str = "",
     ) -> Completion:
         completion = Completion()
         parts: list[str] = []
-        for item in self.stream(messages, tools, step=step):
+        for item in self.stream(messages, tools, step=step, model=model):
             if isinstance(item, TextDelta):
                 parts.append(item.text)
                 if stream_to_client and item.text:
@@ -79,12 +87,14 @@ class LlmAccess:
         return completion
 
     def structured(
-        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str
+        self, messages: list[LlmMessage], schema: ToolSchema, *, step: str, model: str = ""
     ) -> dict[str, Any]:
         prompt = list(messages)
         error = ""
         for _attempt in range(2):
-            completion = self.complete(prompt, [schema], stream_to_client=False, step=step)
+            completion = self.complete(
+                prompt, [schema], stream_to_client=False, step=step, model=model
+            )
             calls = [call for call in completion.tool_calls if call.name == schema.name]
             if not calls:
                 error = f"no {schema.name} call in the answer"

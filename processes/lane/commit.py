@@ -49,8 +49,9 @@ def ended_status(prepared: Prepared, default: Status) -> tuple[Status, str]:
 def commit_turn(
     process: ThinkProcess, lease: lanes.Lease, prepared: Prepared, message: PendingMessage
 ) -> PendingMessage | None:
-    """Store the turn's messages, usage, engine state and events, and consume the pending
-    message, in one transaction that holds only if our lease does.
+    """Store the turn's messages, usage, engine state (and params, if the engine changed
+    them) and events, and consume the pending message, in one transaction that holds only if
+    our lease does.
 
     Returns the next message to run. When there is none (or an interrupt is waiting, or the
     engine ended the process), the same transaction ends the run: the process leaves RUNNING
@@ -65,6 +66,7 @@ def commit_turn(
         updated = lease.update(
             {
                 "engine_state": process.engine_state,
+                **prepared.engine_params_changes(),
                 "conversation_length": fastsql.Add(added),
                 "consumed_count": fastsql.Add(1),
                 "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
@@ -170,6 +172,7 @@ def commit_call(
             added = append_conversation(process, prepared)
         changes: dict[str, Any] = {
             "engine_state": process.engine_state,
+            **prepared.engine_params_changes(),
             "last_error": process.last_error,
             "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
             "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),

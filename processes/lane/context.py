@@ -6,8 +6,10 @@ engines/capabilities.py names the Protocol it implements.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 
@@ -58,6 +60,15 @@ class Prepared:
     conversation: ConversationBuffer
     events: EventSink
     children: ChildProcesses
+    # The process's engine_params as the call found them: the commit writes them only if the
+    # engine changed them (vogon's strategyState), so an operator's edit of a process's params
+    # is never undone by a call that did not touch them.
+    params_found: dict[str, Any]
+
+    def engine_params_changes(self) -> dict[str, Any]:
+        """The commit's change of engine_params, if the engine made one."""
+        params = self.ctx.process.engine_params
+        return {} if params == self.params_found else {"engine_params": params}
 
 
 def build_context(
@@ -87,6 +98,7 @@ def build_context(
             boundary,
             CallInfo(engine=process.think_engine, recipe=process.recipe_name),
             before_call=lambda: _before_llm_call(budget, usage),
+            fallback_model=settings.VANCETOPE_LLM_FALLBACK_MODEL,
         ),
         conversation=conversation,
         events=events,
@@ -103,7 +115,7 @@ def build_context(
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
-    return Prepared(ctx, conversation, events, children)
+    return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
 
 
 def _before_llm_call(budget: TreeBudget, usage: TurnUsage) -> None:

@@ -140,7 +140,7 @@ def _wait_for_provider(process: ThinkProcess, lease: lanes.Lease, run: Run) -> N
     """The LLM provider failed every attempt: never terminal for the process. It goes BLOCKED
     with the provider's error, its message still pending; the next message (or a pause and
     resume) tries again, and its parent hears that it waits, and why."""
-    process.last_error = f"the LLM provider failed: {process.last_error}"
+    process.last_error = f"{messages.PROVIDER_FAILED}{process.last_error}"
     notice = NotificationEvent(
         text=f"{process.public_id} is waiting: {process.last_error}. Its message is kept; send "
         "another (or pause and resume it) to try again.",

@@ -403,3 +403,17 @@ def test_lifecycle_commands_are_post_only(alice):
     assert response.status_code == 405
     assert response.json()["code"] == 405
     assert ThinkProcess.objects.get(pk=session.chat_process_id).status == Status.IDLE
+
+
+def test_a_form_body_is_a_415_and_queues_nothing(alice):
+    session = open_session(alice)
+    chat_id = session.chat_process_id
+    before = snapshot(chat_id)
+    # when: the steer's body is a form, not JSON
+    response = alice.api().post(f"/api/processes/tp_{chat_id}/steer", {"message": "hi"})
+    # then
+    assert response.status_code == 415
+    body = response.json()
+    assert (body["code"], body["error"]) == (415, "unsupported-media-type")
+    assert body["message"].startswith('Unsupported media type "multipart/form-data')
+    assert snapshot(chat_id) == before

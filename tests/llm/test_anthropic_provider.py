@@ -13,7 +13,16 @@ import pytest
 from tests.support.anthropic_stub import AnthropicStubServer
 from tests.support.openai_stub import StubReply, StubToolCall, send_event_stream
 from vancetope.llm.anthropic_provider import AnthropicProvider
-from vancetope.llm.base import LlmError, LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
+from vancetope.llm.base import (
+    CallInfo,
+    LlmError,
+    LlmMessage,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    collect,
+)
 
 WEATHER = ToolSchema(
     name="get_weather",
@@ -69,6 +78,16 @@ def test_system_messages_go_to_the_system_parameter(
     assert body["max_tokens"] == 300
     assert body["stream"] is True
     assert "tools" not in body
+
+
+def test_a_call_that_asks_for_another_model_sends_that_model(
+    stub: AnthropicStubServer, provider: AnthropicProvider
+) -> None:
+    # when a call names a model other than the configured one (a fallback)
+    collect(provider.stream([LlmMessage(role="user", content="hi")], None, CallInfo(model="spare")))
+    # then the request carries it, and the next call is back on the configured one
+    collect(provider.stream([LlmMessage(role="user", content="hi")], None, CallInfo(step="x")))
+    assert [body["model"] for body in stub.requests] == ["spare", "claude-test"]
 
 
 def test_usage_comes_from_message_start_and_message_delta(

@@ -17,7 +17,16 @@ from tests.support.openai_stub import (
     StubToolCall,
     send_event_stream,
 )
-from vancetope.llm.base import LlmError, LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
+from vancetope.llm.base import (
+    CallInfo,
+    LlmError,
+    LlmMessage,
+    TextDelta,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    collect,
+)
 from vancetope.llm.openai_provider import OpenAICompatibleProvider
 
 READ_FILE = ToolSchema(
@@ -71,6 +80,16 @@ def test_request_carries_model_messages_limits_and_asks_for_usage(
         {"role": "user", "content": "hi"},
     ]
     assert "tools" not in body
+
+
+def test_a_call_that_asks_for_another_model_sends_that_model(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # when a call names a model other than the configured one (a fallback)
+    collect(provider.stream([LlmMessage(role="user", content="hi")], None, CallInfo(model="spare")))
+    # then the request carries it, and the next call is back on the configured one
+    collect(provider.stream([LlmMessage(role="user", content="hi")], None, CallInfo(step="x")))
+    assert [body["model"] for body in stub.requests] == ["spare", "local-model"]
 
 
 def test_api_key_defaults_to_a_placeholder_for_local_servers(

@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 
 from vancetope.llm import scripted
-from vancetope.llm.base import CallInfo, LlmMessage, TextDelta, ToolCall, Usage, collect
+from vancetope.llm.base import (
+    CallInfo,
+    LlmError,
+    LlmMessage,
+    TextDelta,
+    ToolCall,
+    Usage,
+    collect,
+)
 from vancetope.llm.scripted import ScriptedProvider
 
 
@@ -391,6 +399,52 @@ def test_engine_step_and_recipe_keys_are_read_from_a_yaml_script(tmp_path: Path)
     provider = ScriptedProvider(path)
     info = CallInfo(engine="ford", step="answer")
     assert collect(provider.stream([user("x")], None, info)).text == "scripted for ford"
+
+
+def test_a_model_rule_matches_the_model_the_call_asks_for_or_the_providers_own() -> None:
+    # given a rule for the fallback model and one for the provider's own model
+    provider = ScriptedProvider(
+        [
+            {"step": "synthesize", "model": "backup", "reply": "from the backup"},
+            {"step": "synthesize", "model": "main", "reply": "from the main model"},
+        ],
+        model="main",
+    )
+
+    def answer(info: CallInfo) -> str:
+        return collect(provider.stream([user("hi")], None, info)).text
+
+    # then a call naming the backup gets its rule, a call naming none gets the provider's
+    assert answer(CallInfo(step="synthesize", model="backup")) == "from the backup"
+    assert answer(CallInfo(step="synthesize")) == "from the main model"
+    assert answer(CallInfo(step="synthesize", model="other")) == "echo: hi"
+
+
+def test_an_error_rule_fails_the_call_with_a_provider_error_and_counts_its_times() -> None:
+    # given a rule that fails the first skeptic call only
+    provider = ScriptedProvider(
+        [{"match": "system: skeptic", "error": "rate limited", "times": 1}, {"reply": "fine"}]
+    )
+    messages = [LlmMessage(role="system", content="You are the skeptic."), user("hi")]
+    # when the skeptic calls twice, then the first call raises and the second is answered
+    with pytest.raises(LlmError, match="^rate limited$"):
+        provider.stream(messages)
+    assert collect(provider.stream(messages)).text == "fine"
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"error": ""}, r"rule 0: `error` must be a non-empty string"),
+        ({"error": "down", "reply": "up"}, r"rule 0: `error` fails the call: it takes no"),
+        ({"model": 3, "reply": "x"}, r"rule 0: `model` must be a non-empty string"),
+    ],
+)
+def test_invalid_error_and_model_keys_are_rejected_naming_the_rule(
+    rule: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        ScriptedProvider([rule])
 
 
 def test_invalid_yaml_file_is_rejected_naming_the_file(tmp_path: Path) -> None:

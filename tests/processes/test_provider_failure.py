@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engines import messages
 from processes import recovery
 from processes.actions import create, lifecycle, steer
 from processes.lane import driver
@@ -122,3 +123,7 @@ def test_a_worker_whose_provider_is_down_tells_its_parent_it_waits_and_why(
     payload: dict[str, Any] = report.payload
     assert payload["event"] == "BLOCKED"
     assert payload["error"].startswith("the LLM provider failed")
+    # and the parent's engine reads it as a provider failure, not a question
+    parsed = messages.parse(report.kind, report.seq, payload)
+    assert isinstance(parsed, messages.ParentReport)
+    assert parsed.provider_failed

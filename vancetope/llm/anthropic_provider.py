@@ -160,7 +160,7 @@ class AnthropicProvider(LlmProvider):
                 max_retries=self.max_retries,
             ) as client:
                 events = client.messages.create(
-                    model=self.model,
+                    model=(info.model if info else "") or self.model,
                     max_tokens=self.max_tokens,
                     messages=to_anthropic_messages(messages),
                     system=system_prompt or anthropic.omit,

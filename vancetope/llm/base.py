@@ -45,12 +45,15 @@ class ToolSchema:
 @dataclass(frozen=True)
 class CallInfo:
     """Who makes an LLM call: the engine, the step of it (each engine documents its steps in
-    docs/engines.md, e.g. marvin `plan`) and the process's recipe. Real providers ignore it;
-    the scripted provider's rules may match on it."""
+    docs/engines.md, e.g. marvin `plan`) and the process's recipe, and the model the call asks
+    for. Real providers read only `model` (empty: their configured model); the scripted
+    provider's rules may match on all four."""
 
     engine: str = ""
     step: str = ""
     recipe: str = ""
+    # A model other than the provider's configured one (a fallback); "" for the configured one.
+    model: str = ""
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,7 @@ class OpenAICompatibleProvider(LlmProvider):
                 max_retries=self.max_retries,
             ) as client:
                 chunks = client.chat.completions.create(
-                    model=self.model,
+                    model=(info.model if info else "") or self.model,
                     messages=[to_openai_message(message) for message in messages],
                     tools=[to_openai_tool(tool) for tool in tools] if tools else openai.omit,
                     max_tokens=self.max_tokens,

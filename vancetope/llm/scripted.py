@@ -19,12 +19,24 @@ provider instance, and the factory keeps one per Brain process) answers:
       step: plan                            # the engine's step (docs/engines.md lists them)
       recipe: deep-think                    # the process's recipe
       tool_calls: [{name: plan_tasks, arguments: {tasks: []}}]
+    - step: synthesize
+      model: backup-model                   # the model the call asks for: the provider's own
+      reply: "from the fallback"            #   (VANCETOPE_LLM_MODEL, else `scripted`) unless
+                                            #   the engine asked for another (a fallback)
+    - engine: ford
+      match: "system: skeptic"
+      error: "rate limited"                 # the call fails: raises LlmError("rate limited"),
+                                            #   as a real provider's failure would
     - reply: "fallback for everything else" # no `match`: matches every call
 
 Token usage is counted in whitespace-separated words so tests can assert on it: prompt tokens are
 the words of every input message's content; completion tokens are the words of the reply plus,
 per tool call, the words of its name and of `json.dumps(arguments)` (default separators, so
 `{"city": "Paris"}` is two words).
+
+A rule with `error` answers nothing: the call raises `LlmError` with that text when it is made
+(`times` counts it like any answer), so a script can make one engine's, step's or persona's
+provider fail. It takes no `reply` or `tool_calls`.
 
 A rule's `delay_per_delta` replaces the provider's own (the `delay_per_delta` constructor
 argument, 0 by default) for that rule's replies; the echo and rules without it use the
@@ -34,6 +46,7 @@ provider's.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -50,6 +63,7 @@ import yaml
 
 from vancetope.llm.base import (
     CallInfo,
+    LlmError,
     LlmMessage,
     LlmProvider,
     StreamItem,
@@ -61,9 +75,9 @@ from vancetope.llm.base import (
 
 SYSTEM_PREFIX = "system:"
 # Keys matched against the call's CallInfo, exactly.
-INFO_KEYS = ("engine", "step", "recipe")
+INFO_KEYS = ("engine", "step", "recipe", "model")
 RULE_KEYS = frozenset(
-    {"match", "reply", "tool_calls", "times", "delay", "delay_per_delta", *INFO_KEYS}
+    {"match", "reply", "tool_calls", "error", "times", "delay", "delay_per_delta", *INFO_KEYS}
 )
 TOOL_CALL_KEYS = frozenset({"name", "arguments"})
 
@@ -89,6 +103,8 @@ class ScriptRule:
     delay_per_delta: float | None = None
     # (key, value) pairs of INFO_KEYS the call's CallInfo must equal.
     info: tuple[tuple[str, str], ...] = ()
+    # Non-empty: the call fails with LlmError(error) instead of answering.
+    error: str = ""
 
     def matches(self, last_user_message: str, system_prompt: str, info: CallInfo) -> bool:
         if any(getattr(info, key) != value for key, value in self.info):
@@ -159,9 +175,14 @@ class ScriptedProvider(LlmProvider):
             (message.content for message in reversed(messages) if message.role == "user"), ""
         )
         system_prompt = "".join(m.content for m in messages if m.role == "system")
+        # A call that names no model asks for the provider's own: rules match on that.
+        asked = info or CallInfo()
+        asked = dataclasses.replace(asked, model=asked.model or self.model)
         with self._lock:
-            rule = self._claim_rule(last_user_message, system_prompt, info or CallInfo())
+            rule = self._claim_rule(last_user_message, system_prompt, asked)
             tool_calls = self._number_tool_calls(rule.tool_calls if rule else ())
+        if rule is not None and rule.error:
+            raise LlmError(rule.error)
         reply = rule.reply if rule else f"echo: {last_user_message}"
         prompt_tokens = sum(count_words(message.content) for message in messages)
         delay, delay_per_delta = 0.0, self.delay_per_delta
@@ -242,8 +263,14 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         raise problem(
             f"unknown keys {sorted(map(str, unknown))}; allowed: {', '.join(sorted(RULE_KEYS))}"
         )
-    if "reply" not in raw and "tool_calls" not in raw:
-        raise problem("needs a `reply` and/or `tool_calls`")
+    fails_with = raw.get("error", "")
+    if "error" in raw:
+        if not isinstance(fails_with, str) or not fails_with:
+            raise problem(f"`error` must be a non-empty string, got {fails_with!r}")
+        if "reply" in raw or "tool_calls" in raw:
+            raise problem("`error` fails the call: it takes no `reply` or `tool_calls`")
+    elif "reply" not in raw and "tool_calls" not in raw:
+        raise problem("needs a `reply` and/or `tool_calls` (or an `error`)")
 
     pattern, matches_system_prompt = None, False
     if "match" in raw:
@@ -288,6 +315,7 @@ def _parse_rule(index: int, raw: Any, where: str) -> ScriptRule:
         delay=delay or 0.0,
         delay_per_delta=delay_per_delta,
         info=tuple(info),
+        error=fails_with,
     )
 
 

@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from recipes_app.services import sync_bundled_recipes
+from recipes_app.strategies import sync_bundled_strategies
 from vancetope.tenancy.bootstrap import bootstrap
 
 
@@ -29,6 +30,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         sync_bundled_recipes()
+        sync_bundled_strategies()
         result = bootstrap(Path(options["token_file"]))
         self.stdout.write(f"project: {result.project.public_id}")
         if result.new_password:

@@ -17,6 +17,7 @@ from django.db import connection
 
 from processes.recovery import recover_processes
 from recipes_app.services import sync_bundled_recipes
+from recipes_app.strategies import sync_bundled_strategies
 from sessions_app.bound import bound_sessions
 from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
@@ -36,6 +37,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         sync_bundled_recipes()
+        sync_bundled_strategies()
         embedded = settings.VANCETOPE_WORKER == "inprocess"
         beat = self._start_scheduler() if embedded else None
         host, port = options["host"], options["port"]
