@@ -59,10 +59,11 @@ class Finish(StrEnum):
 
 @dataclass
 class TurnUsage:
-    """Tokens spent by this call, across every LLM call it made."""
+    """Tokens spent by this call, across every LLM call it made, and how many calls."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    llm_calls: int = 0
 
     @property
     def total(self) -> int:

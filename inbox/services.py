@@ -93,9 +93,11 @@ def post_item(
     options: list[str] | None = None,
     expires_at: datetime | None = None,
     default_action: dict[str, Any] | None = None,
+    user: Any = None,
 ) -> InboxItem:
-    """A new OPEN item of the process's session's owner, announced to their open sessions.
-    A kind, title, option or default action that does not fit is a 400 naming it."""
+    """A new OPEN item of the process's session's owner (or of `user`: the person a system
+    run works for), announced to their open sessions. A kind, title, option or default
+    action that does not fit is a 400 naming it."""
     if kind not in InboxKind.values:
         raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}, not {kind!r}")
     title = title.strip()
@@ -113,7 +115,7 @@ def post_item(
     session = process.session
     item = InboxItem(
         project_id=session.project_id,
-        user_id=session.owner_id,
+        user_id=user.pk if user is not None else session.owner_id,
         origin_process=process,
         origin_public_id=process.public_id,
         kind=kind,

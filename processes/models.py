@@ -63,6 +63,8 @@ class ThinkProcess(models.Model):
     lease_fence = models.PositiveBigIntegerField(default=0)
     prompt_tokens = models.PositiveBigIntegerField(default=0)
     completion_tokens = models.PositiveBigIntegerField(default=0)
+    # LLM calls its turns and lifecycle calls made (a run log sums them over a tree).
+    llm_calls = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)

@@ -30,6 +30,7 @@ from recipes_app.services import effective_recipes
 from sessions_app import bound, services
 from sessions_app.consumer_auth import UNAUTHENTICATED, RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
+from sessions_app.consumer_workflows import WorkflowFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
 from sessions_app.presenters import session_data
@@ -81,7 +82,7 @@ class _Steer:
     message: str
 
 
-class BrainConsumer(InboxFrames, RevocableSocket, AsyncWebsocketConsumer):
+class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocketConsumer):
     session_id: int | None = None
     last_seq = 0
     _steering: asyncio.Task[None] | None = None

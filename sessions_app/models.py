@@ -19,6 +19,7 @@ class ClientType(models.TextChoices):
     CRON = "cron"  # scheduled system client
     WEBHOOK = "webhook"  # system client opened by an incoming webhook
     BRAIN_LINKER = "brain_linker"  # internal knowledge-graph analysis client
+    WORKFLOW = "workflow"  # system client of a workflow run started over REST
 
 
 HUMAN_CLIENT_TYPES = {ClientType.CLI, ClientType.DESKTOP, ClientType.MOBILE, ClientType.WEB}

@@ -52,6 +52,7 @@ DEFAULT_ON_DISCONNECT = {
     ClientType.CRON: DisconnectPolicy.CLOSE,
     ClientType.WEBHOOK: DisconnectPolicy.CLOSE,
     ClientType.BRAIN_LINKER: DisconnectPolicy.CLOSE,
+    ClientType.WORKFLOW: DisconnectPolicy.CLOSE,
 }
 
 

@@ -24,9 +24,9 @@ from vance.inbox import answer_from_text, answered_text, inbox_table
 from vance.lines import LineRouter
 from vance.render import (
     engines_table,
-    generic_table,
     process_table,
     recipes_table,
+    runs_table,
 )
 
 STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
@@ -158,9 +158,13 @@ def not_yet(feature: str, call: Callable[[], int]) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     def listing() -> int:
         rows, count = BrainApi(load_config()).results(
-            "runs", process=args.engine, status=args.status, limit=args.limit
+            "runs",
+            process=args.process,
+            status=args.status,
+            trigger=args.trigger,
+            limit=args.limit,
         )
-        out.print(generic_table(f"Runs ({len(rows)} of {count})", rows))
+        out.print(runs_table(rows, f"Runs ({len(rows)} of {count})"))
         return EXIT_OK
 
     return not_yet("Run logs", listing)
@@ -231,8 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
     recipes.set_defaults(run=cmd_recipes)
 
     runs = commands.add_parser("runs", help="list run logs")
-    runs.add_argument("--engine", metavar="tp_N", help="the runs of this process")
-    runs.add_argument("--status")
+    # --engine is the name PROTOCOL.md's first stage gave it.
+    runs.add_argument(
+        "--process", "--engine", dest="process", metavar="tp_N", help="the runs of this process"
+    )
+    runs.add_argument(
+        "--status", choices=["running", "completed", "completed_partial", "blocked", "failed"]
+    )
+    runs.add_argument("--trigger", choices=["user", "cron", "webhook", "workflow", "brain_linker"])
     runs.add_argument("--limit", type=int, default=50)
     runs.set_defaults(run=cmd_runs)
 

@@ -81,26 +81,28 @@ def recipes_table(recipes: list[dict[str, Any]]) -> Table:
     return table
 
 
-def generic_table(title: str, rows: list[dict[str, Any]]) -> Table:
-    """A table of whatever fields the rows carry (run logs have no fixed shape in this client
-    yet)."""
+def runs_table(runs: list[dict[str, Any]], title: str = "Runs") -> Table:
+    """Run logs (PROTOCOL's run object): what started each, on what, and how it ended."""
     table = Table(title=title, title_justify="left")
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(key for key in row if key not in columns)
-    for column in columns[:8]:
+    for column in ("id", "trigger", "client", "process", "status", "started", "tasks", "tokens"):
         table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(*[_cell(row.get(column)) for column in columns[:8]])
+    table.add_column("why", overflow="fold")
+    for run in runs:
+        trigger = run.get("trigger") or {}
+        source = trigger.get("workflowId") or trigger.get("cronId") or trigger.get("webhookId")
+        reasons = "; ".join(r.get("reason", "") for r in run.get("blockedReasons") or [])
+        table.add_row(
+            run.get("id", ""),
+            f"{trigger.get('type', '')} {source or ''}".strip(),
+            run.get("clientType") or "",
+            (run.get("scope") or {}).get("processId") or "",
+            status_text(run.get("status")),
+            (run.get("startedAt") or "")[:19].replace("T", " "),
+            f"{run.get('tasksExecuted', 0)} done, {run.get('tasksBlocked', 0)} blocked",
+            str(run.get("tokensUsed", 0)),
+            run.get("error") or reasons,
+        )
     return table
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value)[:80]
-    return str(value)
 
 
 def error_text(data: dict[str, Any]) -> Text:

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "vancetope.tools",
     "inbox",
+    "triggers",
     "webui",
 ]
 
@@ -268,6 +269,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two bodies have a field `kind`: an inbox item's and a workflow task's.
+    "ENUM_NAME_OVERRIDES": {
+        "InboxKindEnum": ["OUTPUT_TEXT", "APPROVAL", "QUESTION"],
+        "WorkflowTaskKindEnum": ["WORKER", "USER_INPUT", "AGGREGATE"],
+    },
 }
 
 # --- i18n, static --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from inbox.api import InboxViewSet
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
+from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
 from vancetope.health import Healthz
 from vancetope.tools.api import ToolHealthViewSet
 
@@ -19,6 +20,9 @@ router.register("sessions", SessionViewSet, basename="session")
 router.register("processes", ProcessViewSet, basename="process")
 router.register("tool-health", ToolHealthViewSet, basename="tool-health")
 router.register("inbox", InboxViewSet, basename="inbox")
+router.register("workflows", WorkflowViewSet, basename="workflow")
+router.register("runs", RunViewSet, basename="run")
+router.register("notifications", NotificationViewSet, basename="notification")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

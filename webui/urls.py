@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from webui import views
+from webui import runs, views
 
 app_name = "webui"
 
@@ -15,6 +15,12 @@ urlpatterns = [
     path("processes/<str:process_id>", views.process_detail_page, name="process"),
     path("interactive/", views.interactive, name="interactive"),
     path("inbox/", views.inbox_page, name="inbox"),
+    path("runs/", runs.runs_page, name="runs"),
+    path(
+        "notifications/<str:notification_id>/read",
+        runs.notification_read,
+        name="notification-read",
+    ),
     path("inbox/<str:item_id>/answer", views.inbox_answer, name="inbox-answer"),
     path("inbox/<str:item_id>/dismiss", views.inbox_dismiss, name="inbox-dismiss"),
     path(

@@ -18,6 +18,8 @@ from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
 from processes.presenters import process_data, process_detail
 from processes.states import Status
+from triggers.presenters import workflow_data
+from triggers.workflows import filtered_workflows
 from vancetope.errors import BadRequest, BrainError, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import visible_projects
@@ -72,6 +74,9 @@ def interactive(request: HttpRequest) -> HttpResponse:
         "projects": [project.public_id for project in projects],
         # A dashboard page may hand over a process to steer; the socket checks it is visible.
         "focus_process": request.GET.get("process", ""),
+        "workflows": [
+            workflow_data(workflow) for workflow in filtered_workflows(request.user)[:LIST_LIMIT]
+        ],
         "mode": "interactive",
     }
     return render(request, "webui/interactive.html", context)

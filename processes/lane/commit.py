@@ -72,6 +72,7 @@ def commit_turn(
                 "consumed_count": fastsql.Add(1),
                 "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
                 "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+                "llm_calls": fastsql.Add(ctx.usage.llm_calls),
                 "last_error": error,
                 "updated_at": now,
                 "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
@@ -104,6 +105,7 @@ def commit_turn(
     prepared.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens
+    process.llm_calls += ctx.usage.llm_calls
     process.last_error = error
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
@@ -190,6 +192,7 @@ def commit_call(
             "last_error": process.last_error,
             "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
             "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+            "llm_calls": fastsql.Add(ctx.usage.llm_calls),
         }
         if reset:
             changes["conversation_length"] = 0

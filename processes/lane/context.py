@@ -97,7 +97,7 @@ def build_context(
             usage,
             boundary,
             CallInfo(engine=process.think_engine, recipe=process.recipe_name),
-            before_call=lambda: budget.check_llm_call(usage.total),
+            before_call=lambda: _before_llm_call(budget, usage),
             fallback_model=settings.VANCETOPE_LLM_FALLBACK_MODEL,
         ),
         conversation=conversation,
@@ -116,3 +116,9 @@ def build_context(
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
     return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
+
+
+def _before_llm_call(budget: TreeBudget, usage: TurnUsage) -> None:
+    """Every LLM call is checked against the tree's budget, then counted (run logs read it)."""
+    budget.check_llm_call(usage.total)
+    usage.llm_calls += 1

@@ -133,6 +133,13 @@ class InboxRef(Strict):
     itemId: NonEmpty
 
 
+class WorkflowStartData(Strict):
+    workflowId: NonEmpty
+    # Names and values of the workflow's inputs (checked by the workflow service: a missing
+    # one is a 400 naming it).
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
 # --- requests ------------------------------------------------------------------------------------
 
 
@@ -223,6 +230,11 @@ class InboxDismiss(Request):
     data: InboxRef
 
 
+class WorkflowStart(Request):
+    type: Literal["workflow-start"]
+    data: WorkflowStartData
+
+
 ClientFrame = Annotated[
     SessionCreate
     | SessionResume
@@ -238,7 +250,8 @@ ClientFrame = Annotated[
     | RecipesList
     | InboxList
     | InboxAnswer
-    | InboxDismiss,
+    | InboxDismiss
+    | WorkflowStart,
     Field(discriminator="type"),
 ]
 client_frame = TypeAdapter(ClientFrame)

@@ -159,3 +159,85 @@ class InboxItemObject(Outgoing):
     originNote: str | None
     projectId: str
     createdAt: str
+
+
+# Run statuses and trigger types (triggers/models.py RunStatus, TriggerType), spelled out here
+# for the same reason.
+RunStatusName = Literal["running", "completed", "completed_partial", "blocked", "failed"]
+TriggerTypeName = Literal["user", "cron", "webhook", "workflow", "brain_linker"]
+
+
+class RunTrigger(Outgoing):
+    type: TriggerTypeName
+    cronId: str | None = left_out_if_none()
+    webhookId: str | None = left_out_if_none()
+    deliveryId: str | None = left_out_if_none()
+    workflowId: str | None = left_out_if_none()
+
+
+class RunScope(Outgoing):
+    projectId: str
+    processId: str | None
+
+
+class BlockedReason(Outgoing):
+    taskId: str | None = left_out_if_none()
+    processId: str | None = left_out_if_none()
+    reason: str
+
+
+class RunObject(Outgoing):
+    """A run log (triggers/presenters.py `run_data`)."""
+
+    id: str
+    sessionId: str | None
+    clientType: str
+    trigger: RunTrigger
+    scope: RunScope
+    startedAt: str
+    finishedAt: str | None
+    status: RunStatusName
+    tasksExecuted: int
+    tasksBlocked: int
+    blockedReasons: list[BlockedReason]
+    tokensUsed: int
+    llmCalls: int
+    notificationsSent: int
+    error: str | None
+
+
+class NotificationObject(Outgoing):
+    """A stored notification (triggers/presenters.py `notification_data`)."""
+
+    id: str
+    text: str
+    level: Literal["info", "success", "warning", "error"]
+    runId: str | None
+    processId: str | None
+    projectId: str
+    read: bool
+    readAt: str | None
+    createdAt: str
+
+
+class WorkflowTask(Outgoing):
+    kind: Literal["WORKER", "USER_INPUT", "AGGREGATE"]
+    title: str
+    goal: str
+    recipe: str | None = left_out_if_none()
+
+
+class WorkflowObject(Outgoing):
+    """A workflow (triggers/presenters.py `workflow_data`): its body, with its id and project."""
+
+    id: str
+    projectId: str
+    name: str
+    description: str
+    engine: str
+    goal: str
+    inputs: list[str]
+    tasks: list[WorkflowTask]
+    source: str
+    createdAt: str
+    updatedAt: str

@@ -26,11 +26,14 @@ from sessions_app.protocol.objects import (
     ProcessDetail,
     ProcessObject,
     RecipeObject,
+    RunObject,
     SessionObject,
     left_out_if_none,
 )
+from sessions_app.protocol.objects import NotificationObject as NotificationObject
 from sessions_app.protocol.objects import SessionFingerprint as SessionFingerprint
 from sessions_app.protocol.objects import Usage as Usage
+from sessions_app.protocol.objects import WorkflowObject as WorkflowObject
 
 # An event as emitters hand it to the event store: (event name, data).
 Event = tuple[str, dict[str, Any]]
@@ -85,7 +88,8 @@ class NotificationEvent(EventData):
     name = "notification"
     text: str
     level: Literal["info", "success", "warning", "error"]
-    # Named by PROTOCOL.md's second stage (stored notifications, runs); absent until then.
+    # A stored notification (triggers/) carries its id, and its run and process if any; a
+    # lane's notice about a process is not stored and has none.
     id: str | None = left_out_if_none()
     runId: str | None = left_out_if_none()
     processId: str | None = left_out_if_none()
@@ -103,6 +107,13 @@ class InboxItemEvent(EventData):
     item: InboxItemObject
 
 
+class RunEvent(EventData):
+    """A run of the session's user started or finished."""
+
+    name = "run"
+    run: RunObject
+
+
 EVENT_MODELS: dict[str, type[EventData]] = {
     model.name: model
     for model in (
@@ -114,6 +125,7 @@ EVENT_MODELS: dict[str, type[EventData]] = {
         NotificationEvent,
         SessionStatusEvent,
         InboxItemEvent,
+        RunEvent,
     )
 }
 
@@ -181,6 +193,11 @@ class InboxItemFrame(EventFrameBase):
     data: InboxItemEvent
 
 
+class RunFrame(EventFrameBase):
+    event: Literal["run"]
+    data: RunEvent
+
+
 EventFrame = Annotated[
     ProcessStatusFrame
     | ChatDeltaFrame
@@ -189,7 +206,8 @@ EventFrame = Annotated[
     | ToolCallFrame
     | NotificationFrame
     | SessionStatusFrame
-    | InboxItemFrame,
+    | InboxItemFrame
+    | RunFrame,
     Field(discriminator="event"),
 ]
 
@@ -343,6 +361,16 @@ class InboxDismissed(Reply):
     data: InboxItemData
 
 
+class WorkflowStartedData(Outgoing):
+    process: ProcessObject
+    runId: str
+
+
+class WorkflowStarted(Reply):
+    type: Literal["workflow-started"] = "workflow-started"
+    data: WorkflowStartedData
+
+
 class ErrorData(Outgoing):
     code: int
     error: str
@@ -371,6 +399,7 @@ ServerFrame = Annotated[
     | Inbox
     | InboxAnswered
     | InboxDismissed
+    | WorkflowStarted
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),

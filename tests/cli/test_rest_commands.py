@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,10 +108,44 @@ def test_engines_and_recipes_are_tables(config_dir: Path):
     assert "ford" in recipes.stdout
 
 
-def test_runs_say_they_are_not_available_yet(config_dir: Path):
-    runs = run_vance(config_dir, "runs", "--engine", "tp_1")
-    assert runs.returncode == 1
-    assert "Run logs are not available on this Brain yet." in runs.stderr
+def post_json(running: Brain, path: str, token: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"{running.url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def test_runs_lists_the_runs_of_a_process_with_why_they_stopped(brain, config_dir: Path):
+    # given a workflow run that blocks on its question
+    running, token, _ = brain
+    workflow = {
+        "name": "asks",
+        "goal": "Ask about ${input.topic}",
+        "inputs": ["topic"],
+        "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "Which ${input.topic}?"}],
+    }
+    workflow_id = post_json(running, "/api/workflows", token, workflow)["id"]
+    started = post_json(
+        running, f"/api/workflows/{workflow_id}/run", token, {"input": {"topic": "moons"}}
+    )
+    run_id, process_id = started["runId"], started["process"]["id"]
+    wait_until(lambda: running.get(f"/api/runs/{run_id}", token)["status"] == "blocked")
+    # when vance lists the runs of its process
+    runs = run_vance(config_dir, "runs", "--process", process_id)
+    # then the table has the run, its trigger, its status and why
+    assert runs.returncode == 0, runs.stderr
+    assert "Runs (1 of 1)" in runs.stdout
+    line = next(line for line in runs.stdout.splitlines() if run_id in line)
+    for part in (f"workflow {workflow_id}", process_id, "blocked", "waiting for input: Which"):
+        assert part in line
+    # and a filter the Brain refuses is explained
+    refused = run_vance(config_dir, "runs", "--process", "12")
+    assert refused.returncode == 1
+    assert "process: must be a process id like tp_12" in refused.stderr
 
 
 def test_inbox_lists_answers_and_dismisses_items(brain, config_dir: Path):

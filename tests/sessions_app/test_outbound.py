@@ -22,6 +22,7 @@ from sessions_app.models import Session, SessionEvent
 from sessions_app.protocol import outbound as out
 from tests.conftest import open_session
 from tests.sessions_app.test_consumer import FINGERPRINT, bearer, connect
+from tests.triggers.helpers import REVIEW, create_workflow
 from vancetope.llm.scripted import ScriptedProvider
 
 # PROTOCOL.md, "Events" of the first stage, the reply types of its request table, and the
@@ -35,8 +36,10 @@ PROTOCOL_EVENTS = [
     "inbox-item",
     "notification",
     "session-status",
+    "run",
 ]
 PROTOCOL_REPLIES = [
+    "workflow-started",
     "session-created",
     "session-resumed",
     "session-closed",
@@ -159,6 +162,10 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     await client.request("inbox-list")
     await client.request("inbox-answer", {"itemId": approval, "answer": {"decision": "approve"}})
     await client.request("inbox-dismiss", {"itemId": notice})
+    asking = {**REVIEW, "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "which?"}]}
+    workflow_id = await database_sync_to_async(create_workflow)(alice, asking)
+    await client.request("workflow-start", {"workflowId": workflow_id, "input": {"topic": "x"}})
+    await client.event("run", after=0)
     await client.request("chat", {})
     second = await connect(bearer(alice))
     second.ws = Recording(second.ws)

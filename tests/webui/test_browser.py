@@ -6,6 +6,7 @@ Needs /usr/bin/chromium (`apt-get install chromium`); Playwright never downloads
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -480,7 +481,54 @@ def test_the_interactive_inbox_button_counts_open_items_and_answers_them_in_plac
     expect(card).to_have_count(0)
     expect(page.locator("#inbox-count")).to_have_text(str(before))
     expect(page.locator("#chat-log")).to_contain_text("approve: go ahead")
-    # and the workflow button stays off, saying what it needs
-    workflow = page.locator("#workflow-start")
-    expect(workflow).to_be_disabled()
-    expect(workflow).to_have_attribute("title", re.compile("Needs workflows"))
+
+
+def create_workflow_row(env: dict[str, str], body: dict[str, Any]) -> str:
+    """A workflow of the default project, written by a separate OS process on the Brain's
+    database; its id."""
+    code = (
+        "import json; from triggers.workflows import create_workflow; "
+        "from vancetope.tenancy.models import Project; "
+        "project = Project.objects.get(slug='default'); "
+        f"print(create_workflow(None, project, json.loads({json.dumps(body)!r})).public_id)"
+    )
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_workflow_started_on_the_interactive_page_runs_in_its_session(page, brain):
+    # given: a workflow that asks a question first
+    workflow_id = create_workflow_row(
+        brain.env,
+        {
+            "name": "ask-first",
+            "goal": "Study ${input.topic}",
+            "inputs": ["topic"],
+            "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "Which ${input.topic}?"}],
+        },
+    )
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    # when: it is started with its input
+    page.select_option("#workflow-id", workflow_id)
+    page.fill("#workflow-input", '{"topic": "moons"}')
+    page.get_by_role("button", name="Start a workflow").click()
+    # then: the notice names its process and run, which is selected, and its tree is drawn
+    expect(page.locator("#notice")).to_have_text(re.compile(r"^Started tp_\d+ \(run run_\d+\)\.$"))
+    process_id = page.locator("#process-select").input_value()
+    drawn = page.locator("#interactive-tree")
+    expect(drawn).to_have_attribute("data-process", process_id)
+    expect(drawn.locator("li.tree-node[data-status=BLOCKED] .node-title")).to_have_text("Scope")
+    # and: input that is not JSON is refused on the page, before anything is sent
+    page.fill("#workflow-input", "{topic")
+    page.get_by_role("button", name="Start a workflow").click()
+    expect(page.locator("#notice")).to_contain_text("The input is not JSON")
+    screenshot(page, "interactive-workflow")

@@ -18,6 +18,7 @@ from processes.models import ConversationMessage, PendingKind, PendingMessage, T
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy, wait_until
+from triggers.models import Workflow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -198,12 +199,19 @@ def test_interactive_page_offers_the_users_projects_and_the_process_to_focus(ali
     assert "webui/interactive.js" in page
 
 
-def test_interactive_page_links_the_inbox_and_shows_workflow_start_as_not_available(alice):
+def test_interactive_page_links_the_inbox_and_offers_the_users_workflows(alice, bob):
+    # given no workflow yet, the page says how to make one
     page = logged_in(alice).get(reverse("webui:interactive")).content.decode()
     assert f'href="{reverse("webui:inbox")}" id="inbox-link"' in page
-    assert "<fieldset disabled" in page
+    assert 'id="workflow-none"' in page
+    # when alice has one, and bob another
+    mine = Workflow.objects.create(project=alice.project, name="review", body={"inputs": ["topic"]})
+    Workflow.objects.create(project=bob.project, name="theirs", body={"inputs": []})
+    page = logged_in(alice).get(reverse("webui:interactive")).content.decode()
+    # then hers is offered with its inputs, and bob's is not
+    assert f'<option value="{mine.public_id}" data-inputs="topic">review ({mine.public_id})' in page
+    assert "theirs" not in page
     assert "Start a workflow" in page
-    assert "does not have yet" in page
 
 
 # --- inbox ---------------------------------------------------------------------------------------

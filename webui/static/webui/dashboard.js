@@ -72,7 +72,9 @@
   // --- run logs and inbox --------------------------------------------------------------------
 
   function describeItem(item) {
-    const label = [item.id, item.status, item.trigger, item.question || item.title || item.summary]
+    // A run log names its trigger as an object; an inbox item has a title.
+    const trigger = item.trigger && item.trigger.type;
+    const label = [item.id, item.status, trigger, item.question || item.title || item.summary]
       .filter(Boolean)
       .join(" · ");
     return element("li", {}, [

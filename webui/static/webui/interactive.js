@@ -35,6 +35,9 @@
     commands: Array.from(document.querySelectorAll("[data-command]")),
     tree: $("interactive-tree"),
     treeProcess: $("interactive-tree-process"),
+    workflowForm: $("workflow-form"),
+    workflowId: $("workflow-id"),
+    workflowInput: $("workflow-input"),
   };
 
   let socket = null;
@@ -345,6 +348,26 @@
       send(button.dataset.command, { processId: process.id }, (frame) => {
         remember(frame.data.process);
         notice(frame.type + ": " + frame.data.process.id + " is " + frame.data.process.status + ".");
+      });
+    });
+  }
+
+  // workflow-start runs the workflow in this session: its process joins the list, selected.
+  if (ui.workflowForm) {
+    ui.workflowForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      let input;
+      try {
+        input = JSON.parse(ui.workflowInput.value || "{}");
+      } catch (error) {
+        notice("The input is not JSON: " + error.message, true);
+        return;
+      }
+      send("workflow-start", { workflowId: ui.workflowId.value, input }, (frame) => {
+        remember(frame.data.process);
+        ui.select.value = frame.data.process.id;
+        showSelected();
+        notice("Started " + frame.data.process.id + " (run " + frame.data.runId + ").");
       });
     });
   }

@@ -1,0 +1,169 @@
+"""Workflows (task-tree templates), run logs of system runs, and stored notifications
+(ARCHITECTURE §1, §8). Cron jobs, webhooks and their trigger events come in a later step."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from vancetope.tenancy.models import Project
+
+
+class Workflow(models.Model):
+    """A task-tree template of a project (PROTOCOL.md, "Workflow"); `body` is the checked
+    body as JSON, `source` the text it was given as (YAML or JSON), shown back to editors."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="workflows")
+    name = models.CharField(max_length=100)
+    body = models.JSONField(default=dict)
+    source = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="uniq_workflow_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.name}"
+
+    @property
+    def public_id(self) -> str:
+        return f"wf_{self.pk}"
+
+
+class RunStatus(models.TextChoices):
+    RUNNING = "running"  # its processes have not come to rest yet
+    COMPLETED = "completed"  # everything it started finished
+    COMPLETED_PARTIAL = "completed_partial"  # finished, but some tasks failed or were skipped
+    BLOCKED = "blocked"  # a task waits for a person (or a client tool); see blocked_reasons
+    FAILED = "failed"  # it could not run, or its process failed or was stopped
+
+
+class TriggerType(models.TextChoices):
+    USER = "user"  # a person's own session (a human run; a later step writes these)
+    CRON = "cron"  # a cron job fired
+    WEBHOOK = "webhook"  # a webhook delivery
+    WORKFLOW = "workflow"  # a workflow run (REST or workflow-start)
+    BRAIN_LINKER = "brain_linker"  # the knowledge-graph linker
+
+
+class RunLog(models.Model):
+    """One run (PROTOCOL.md's run log object). Its status moves only through
+    triggers/transitions.py."""
+
+    # Whom the run is for: who sees it, who is notified. A system session's owner is _system.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="run_logs"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="run_logs")
+    session = models.ForeignKey(
+        "brain_sessions.Session",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="run_logs",
+    )
+    # Whether the run opened its session (then it closes it when the run is over).
+    owns_session = models.BooleanField(default=False)
+    client_type = models.CharField(max_length=16)
+    trigger_type = models.CharField(max_length=16, choices=TriggerType.choices)
+    cron_id = models.CharField(max_length=40, blank=True)
+    webhook_id = models.CharField(max_length=40, blank=True)
+    delivery_id = models.CharField(max_length=200, blank=True)
+    workflow = models.ForeignKey(
+        Workflow, on_delete=models.SET_NULL, null=True, blank=True, related_name="runs"
+    )
+    process = models.ForeignKey(
+        "processes.ThinkProcess",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    # Kept when the process row is gone.
+    process_public_id = models.CharField(max_length=40, blank=True)
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.RUNNING)
+    started_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    tasks_executed = models.PositiveIntegerField(default=0)
+    tasks_blocked = models.PositiveIntegerField(default=0)
+    blocked_reasons = models.JSONField(default=list, blank=True)
+    tokens_used = models.PositiveBigIntegerField(default=0)
+    llm_calls = models.PositiveIntegerField(default=0)
+    notifications_sent = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        indexes = [
+            models.Index(fields=["owner", "started_at"]),
+            models.Index(fields=["process_public_id"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} ({self.trigger_type}, {self.status})"
+
+    @property
+    def public_id(self) -> str:
+        return f"run_{self.pk}"
+
+
+class RunTransition(models.Model):
+    """One change of a run's status, written by triggers/transitions.py with the change."""
+
+    run = models.ForeignKey(RunLog, on_delete=models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=20)
+    to_status = models.CharField(max_length=20)
+    detail = models.TextField(blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.from_status} -> {self.to_status}"
+
+
+class NotificationLevel(models.TextChoices):
+    INFO = "info"
+    SUCCESS = "success"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class Notification(models.Model):
+    """A message for a user, stored and sent as a `notification` event to their open
+    sessions."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="notifications")
+    text = models.TextField()
+    level = models.CharField(
+        max_length=10, choices=NotificationLevel.choices, default=NotificationLevel.INFO
+    )
+    run = models.ForeignKey(
+        RunLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="notifications"
+    )
+    process_public_id = models.CharField(max_length=40, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["user", "read_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.level}: {self.text[:40]}"
+
+    @property
+    def public_id(self) -> str:
+        return f"ntf_{self.pk}"

@@ -1,0 +1,70 @@
+"""The run, notification and workflow objects of PROTOCOL.md, shared by REST, the WebSocket
+and the web UI (their models are in sessions_app/protocol/objects.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from processes.presenters import iso
+from triggers.models import Notification, RunLog, Workflow
+
+
+def run_data(run: RunLog) -> dict[str, Any]:
+    """Read with its project (`runs.visible_runs` selects it)."""
+    trigger: dict[str, Any] = {"type": run.trigger_type}
+    for key, value in (
+        ("cronId", run.cron_id),
+        ("webhookId", run.webhook_id),
+        ("deliveryId", run.delivery_id),
+        ("workflowId", f"wf_{run.workflow_id}" if run.workflow_id else ""),
+    ):
+        if value:
+            trigger[key] = value
+    return {
+        "id": run.public_id,
+        "sessionId": f"sess_{run.session_id}" if run.session_id else None,
+        "clientType": run.client_type,
+        "trigger": trigger,
+        "scope": {"projectId": run.project.public_id, "processId": run.process_public_id or None},
+        "startedAt": iso(run.started_at),
+        "finishedAt": iso(run.finished_at),
+        "status": run.status,
+        "tasksExecuted": run.tasks_executed,
+        "tasksBlocked": run.tasks_blocked,
+        "blockedReasons": list(run.blocked_reasons or []),
+        "tokensUsed": run.tokens_used,
+        "llmCalls": run.llm_calls,
+        "notificationsSent": run.notifications_sent,
+        "error": run.error or None,
+    }
+
+
+def notification_data(notification: Notification) -> dict[str, Any]:
+    return {
+        "id": notification.public_id,
+        "text": notification.text,
+        "level": notification.level,
+        "runId": f"run_{notification.run_id}" if notification.run_id else None,
+        "processId": notification.process_public_id or None,
+        "projectId": notification.project.public_id,
+        "read": notification.read_at is not None,
+        "readAt": iso(notification.read_at),
+        "createdAt": iso(notification.created_at),
+    }
+
+
+def workflow_data(workflow: Workflow) -> dict[str, Any]:
+    body = workflow.body
+    return {
+        "id": workflow.public_id,
+        "projectId": workflow.project.public_id,
+        "name": workflow.name,
+        "description": body.get("description", ""),
+        "engine": body.get("engine", "marvin"),
+        "goal": body.get("goal", ""),
+        "inputs": list(body.get("inputs", [])),
+        "tasks": list(body.get("tasks", [])),
+        "source": workflow.source,
+        "createdAt": iso(workflow.created_at),
+        "updatedAt": iso(workflow.updated_at),
+    }

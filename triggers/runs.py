@@ -1,0 +1,339 @@
+"""Runs: one code path for system clients (ARCHITECTURE §8), and their run logs.
+
+A run opens its session through `create_session` as every client does (a system session:
+owner `_system`, `is_human=false`, `system=true`, no tools; or, for a person's
+`workflow-start`, their own session), creates its process through the ordinary process
+services, and writes a RunLog `running`. Nothing polls or waits for it: the process carries the
+run's id in its params, and when it comes to rest (BLOCKED, or CLOSED) the settled hook of
+processes/actions/reports.py calls `process_settled` (registered in TriggersConfig.ready),
+which finishes the run log, asks the owner the question a blocked task waits for (a QUESTION
+inbox item), notifies the owner of a run that blocked or failed, and closes a session the run
+opened. A blocked run leaves its session open, so that its process can still be
+answered; that session closes when the process ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q, QuerySet, Sum
+from django.utils.dateparse import parse_datetime
+
+from inbox.models import InboxItem, InboxKind, InboxStatus
+from inbox.services import TITLE_MAX, post_item
+from processes.actions import lifecycle
+from processes.actions.create import create_process
+from processes.models import ThinkProcess
+from processes.states import CloseReason, Status
+from sessions_app import services as sessions
+from sessions_app.events import emit_event
+from sessions_app.models import ClientType, DisconnectPolicy, Session, SessionStatus
+from sessions_app.protocol.outbound import RunEvent
+from sessions_app.protocol.outbound import event as build_event
+from triggers import transitions
+from triggers.models import RunLog, RunStatus, TriggerType, Workflow
+from triggers.notifications import notify
+from triggers.presenters import run_data
+from triggers.workflows import field_error, get_visible_workflow, instantiate
+from vancetope.errors import BrainError, NotFound
+from vancetope.ids import parse_public_id
+from vancetope.tenancy.models import Project, ProjectMembership
+
+log = logging.getLogger(__name__)
+
+# The key of a run's process params that names its run (`run_12`): the settled hook reads it
+# from the process in hand, so a process of no run costs the hook no query.
+RUN_PARAM = "runId"
+
+
+@dataclass(frozen=True)
+class Started:
+    process: ThinkProcess
+    run: RunLog
+
+
+# --- starting ------------------------------------------------------------------------------------
+
+
+def open_system_session(project: Project, client_type: str) -> Session:
+    """A new system session of one run, opened as every client's is (`create_session`)."""
+    user = sessions.system_user()
+    ProjectMembership.objects.get_or_create(user=user, project=project)
+    return sessions.create_session(
+        user,
+        client_type=client_type,
+        project_id=project.public_id,
+        on_disconnect=DisconnectPolicy.CLOSE,
+        system=True,
+    )
+
+
+def run_workflow(user: Any, workflow_id: str, values: Any) -> Started:
+    """`POST /api/workflows/{id}/run`: the workflow's process in a system session of its own
+    (client type `workflow`), for `user`. A missing or unknown input is a 400 before anything
+    is opened."""
+    workflow = get_visible_workflow(user, workflow_id)
+    goal, tasks = instantiate(workflow.body, values)
+    session = open_system_session(workflow.project, ClientType.WORKFLOW)
+    return _start(user, session, workflow, goal, tasks, owns_session=True)
+
+
+def start_workflow_in_session(user: Any, session_id: int, workflow_id: str, values: Any) -> Started:
+    """`workflow-start` over the WebSocket: the person asked in their session, so the
+    process runs there (its task tree reaches their socket); the session stays theirs."""
+    session = sessions.get_visible_session(user, session_id)
+    workflow = get_visible_workflow(user, workflow_id)
+    if workflow.project_id != session.project_id:
+        raise NotFound(f"workflow {workflow.public_id} not found in this session's project")
+    goal, tasks = instantiate(workflow.body, values)
+    return _start(user, session, workflow, goal, tasks, owns_session=False)
+
+
+def _start(
+    owner: Any,
+    session: Session,
+    workflow: Workflow,
+    goal: str,
+    tasks: list[dict[str, Any]],
+    *,
+    owns_session: bool,
+) -> Started:
+    run = transitions.start(
+        RunLog(
+            owner=owner,
+            project=workflow.project,
+            session=session,
+            owns_session=owns_session,
+            client_type=session.client_type,
+            trigger_type=TriggerType.WORKFLOW,
+            workflow=workflow,
+        ),
+        announce,
+    )
+    try:
+        process = create_process(
+            session,
+            goal=goal,
+            engine=workflow.body.get("engine", "marvin"),
+            params={"tasks": tasks, RUN_PARAM: run.public_id},
+            start=False,
+        )
+    except BrainError as exc:
+        _fail_to_start(run, session, exc.message)
+        raise
+    RunLog.objects.filter(pk=run.pk).update(process=process, process_public_id=process.public_id)
+    run.process, run.process_public_id = process, process.public_id
+    process = lifecycle.start_process(process.pk)
+    run.refresh_from_db()
+    return Started(process, run)
+
+
+def _fail_to_start(run: RunLog, session: Session, error: str) -> None:
+    with transaction.atomic():
+        transitions.finish(run, RunStatus.FAILED, {"error": error}, announce)
+    if run.owns_session:
+        sessions.close_session(session.pk)
+
+
+# --- finishing -----------------------------------------------------------------------------------
+
+
+def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
+    """The settled hook: a process of a run came to rest. Costs nothing for other processes."""
+    params = process.engine_params if isinstance(process.engine_params, dict) else {}
+    run_id = params.get(RUN_PARAM)
+    if not isinstance(run_id, str) or status not in {Status.BLOCKED, Status.CLOSED}:
+        return
+    run = RunLog.objects.select_related("project", "workflow").filter(pk=_pk(run_id)).first()
+    if run is None:
+        return
+    current = ThinkProcess.objects.select_related("session").filter(pk=process.pk).first()
+    if current is None:
+        return
+    if status == Status.BLOCKED:
+        # Before the run's finish, so that its notification can name the question.
+        ask_owner(run, current)
+    if run.status == RunStatus.RUNNING:
+        finish_run(run, current)
+    if status == Status.CLOSED and run.owns_session and run.session_id is not None:
+        _close_when_open(run.session_id)
+
+
+def _pk(run_id: str) -> int:
+    try:
+        return parse_public_id("run", run_id, "run")
+    except NotFound:
+        return 0
+
+
+def _close_when_open(session_id: int) -> None:
+    if Session.objects.filter(pk=session_id, status=SessionStatus.CLOSED).exists():
+        return
+    sessions.close_session(session_id)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: RunStatus
+    executed: int
+    blocked: list[dict[str, Any]]
+    error: str
+
+
+def outcome_of(process: ThinkProcess) -> Outcome:
+    """What the process's status and task tree (if it has one) say about the run."""
+    tree = (process.engine_state or {}).get("taskTree") or {}
+    nodes = [node for node in tree.get("nodes", []) if node.get("id") != tree.get("rootId")]
+    executed = sum(1 for node in nodes if node.get("status") == "DONE")
+    blocked = [
+        {
+            "taskId": node["id"],
+            "processId": process.public_id,
+            "reason": f"waiting for input: {node.get('goal') or node.get('title')}",
+        }
+        for node in nodes
+        if node.get("status") == "BLOCKED"
+    ]
+    if process.status == Status.BLOCKED:
+        if not blocked:
+            reason = process.last_error or "waiting for a person"
+            blocked = [{"processId": process.public_id, "reason": reason}]
+        return Outcome(RunStatus.BLOCKED, executed, blocked, "")
+    if not nodes and process.close_reason == CloseReason.DONE:
+        executed = 1
+    if process.close_reason == CloseReason.DONE:
+        partial = any(node.get("status") in {"FAILED", "SKIPPED"} for node in nodes)
+        status = RunStatus.COMPLETED_PARTIAL if partial else RunStatus.COMPLETED
+        return Outcome(status, executed, [], "")
+    error = process.last_error or f"{process.public_id} ended {process.close_reason}"
+    return Outcome(RunStatus.FAILED, executed, [], error)
+
+
+def tree_usage(process: ThinkProcess) -> tuple[int, int]:
+    """Tokens and LLM calls of the process and every process spawned under it."""
+    total = ThinkProcess.objects.filter(Q(pk=process.pk) | Q(root_id=process.pk)).aggregate(
+        tokens=Sum(F("prompt_tokens") + F("completion_tokens")), calls=Sum("llm_calls")
+    )
+    return int(total["tokens"] or 0), int(total["calls"] or 0)
+
+
+def finish_run(run: RunLog, process: ThinkProcess) -> None:
+    """Write the run's outcome (once), and notify its owner when it blocked or failed."""
+    outcome = outcome_of(process)
+    tokens, calls = tree_usage(process)
+    notice = _notice(run, process, outcome)
+    changes = {
+        "tasks_executed": outcome.executed,
+        "tasks_blocked": len(outcome.blocked),
+        "blocked_reasons": outcome.blocked,
+        "tokens_used": tokens,
+        "llm_calls": calls,
+        "error": outcome.error,
+        "notifications_sent": 1 if notice else 0,
+    }
+    with transaction.atomic():
+        if not transitions.finish(run, outcome.status, changes, announce, detail=outcome.error):
+            return
+        if notice:
+            text, level = notice
+            notify(run.owner, run.project, text, level, run=run, process_id=process.public_id)
+
+
+def ask_owner(run: RunLog, process: ThinkProcess) -> InboxItem | None:
+    """A top-level marvin blocked on a USER_INPUT node has no parent to ask: the run's owner
+    gets the question as a QUESTION inbox item of the process, whose answer steers the node
+    (once per question: an OPEN item of the process is not asked again)."""
+    tree = (process.engine_state or {}).get("taskTree") or {}
+    node = next((n for n in tree.get("nodes", []) if n.get("status") == "BLOCKED"), None)
+    if node is None or node.get("kind") != "USER_INPUT" or process.parent_id is not None:
+        return None
+    if InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).exists():
+        return None
+    title = str(node.get("title") or "A question")[:TITLE_MAX]
+    return post_item(
+        process, InboxKind.QUESTION, title, str(node.get("goal") or ""), user=run.owner
+    )
+
+
+def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, str] | None:
+    name = run.workflow.name if run.workflow is not None else process.public_id
+    if outcome.status == RunStatus.BLOCKED:
+        reasons = "; ".join(reason["reason"] for reason in outcome.blocked)
+        asked = InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).first()
+        where = f" (answer {asked.public_id} in the inbox)" if asked is not None else ""
+        return f"Workflow '{name}' ({run.public_id}) is blocked: {reasons}{where}", "warning"
+    if outcome.status == RunStatus.FAILED:
+        return f"Workflow '{name}' ({run.public_id}) failed: {outcome.error}", "error"
+    return None
+
+
+def announce(run: RunLog) -> None:
+    """The `run` event, for every open session of the run's owner."""
+    data = build_event(RunEvent.model_validate({"run": run_data(run)}))
+    owned = Session.objects.filter(owner_id=run.owner_id, status=SessionStatus.OPEN)
+    for session_id in owned.order_by("pk").values_list("pk", flat=True):
+        emit_event(session_id, *data)
+
+
+# --- reading -------------------------------------------------------------------------------------
+
+
+def visible_runs(user: Any) -> QuerySet[RunLog]:
+    """The user's own runs (another user's, in any tenant, are never seen)."""
+    if not user.is_authenticated:
+        return RunLog.objects.none()
+    return RunLog.objects.filter(owner=user).select_related("project")
+
+
+def get_visible_run(user: Any, run_id: str) -> RunLog:
+    pk = parse_public_id("run", run_id, "run")
+    run = visible_runs(user).filter(pk=pk).first()
+    if run is None:
+        raise NotFound(f"run run_{pk} not found")
+    return run
+
+
+def filtered_runs(
+    user: Any,
+    *,
+    process: str | None = None,
+    client_type: str | None = None,
+    trigger: str | None = None,
+    status: str | None = None,
+    since: str | None = None,
+) -> QuerySet[RunLog]:
+    """The user's runs, newest first; a filter value that names nothing is a 400."""
+    rows = visible_runs(user)
+    if process:
+        if not process.startswith("tp_") or not process[3:].isdigit():
+            raise field_error("process", f"must be a process id like tp_12, not {process!r}")
+        rows = rows.filter(process_public_id=process)
+    if client_type:
+        if client_type not in ClientType.values:
+            raise field_error("clientType", f"must be one of {', '.join(ClientType.values)}")
+        rows = rows.filter(client_type=client_type)
+    if trigger:
+        if trigger not in TriggerType.values:
+            raise field_error("trigger", f"must be one of {', '.join(TriggerType.values)}")
+        rows = rows.filter(trigger_type=trigger)
+    if status:
+        if status not in RunStatus.values:
+            raise field_error("status", f"must be one of {', '.join(RunStatus.values)}")
+        rows = rows.filter(status=status)
+    if since:
+        rows = rows.filter(started_at__gte=_moment(since))
+    return rows.order_by("-started_at", "-pk")
+
+
+def _moment(text: str) -> datetime:
+    try:
+        moment = parse_datetime(text.replace(" ", "+"))
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise field_error("since", "must be an ISO 8601 time with its zone, like 2026-12-01T09:00Z")
+    return moment

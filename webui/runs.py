@@ -1,0 +1,85 @@
+"""The run-log page of the web UI: the user's runs on a timeline (newest first, each a bar
+from its start to its finish, or to now while it runs) and their notifications, read through
+the services /api/runs and /api/notifications use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from triggers import notifications, runs
+from triggers.models import RunStatus, TriggerType
+from triggers.presenters import notification_data, run_data
+from vancetope.errors import BadRequest, BrainError
+
+RUN_LIMIT = 100
+NOTIFICATION_LIMIT = 20
+
+
+def timeline(rows: list[Any]) -> list[dict[str, Any]]:
+    """Each run with where its bar sits on a line from the first start to the last finish
+    (percentages of that span; a bar is at least 1% wide so that a short run shows)."""
+    now = timezone.now()
+    if not rows:
+        return []
+    start = min(run.started_at for run in rows)
+    end = max(run.finished_at or now for run in rows)
+    span = max((end - start).total_seconds(), 1.0)
+    placed = []
+    for run in rows:
+        left = (run.started_at - start).total_seconds() / span * 100
+        width = ((run.finished_at or now) - run.started_at).total_seconds() / span * 100
+        seconds = ((run.finished_at or now) - run.started_at).total_seconds()
+        placed.append(
+            {
+                **run_data(run),
+                "left": f"{min(left, 99):.2f}",
+                "width": f"{max(width, 1):.2f}",
+                "seconds": f"{seconds:.1f}",
+                "workflowName": run.workflow.name if run.workflow else "",
+            }
+        )
+    return placed
+
+
+@login_required
+def runs_page(request: HttpRequest) -> HttpResponse:
+    status = request.GET.get("status", "")
+    trigger = request.GET.get("trigger", "")
+    error = ""
+    try:
+        rows = list(
+            runs.filtered_runs(
+                request.user, status=status or None, trigger=trigger or None
+            ).select_related("workflow")[:RUN_LIMIT]
+        )
+    except BadRequest as exc:
+        error, rows = exc.message, []
+    listed = notifications.filtered_notifications(request.user)[:NOTIFICATION_LIMIT]
+    context = {
+        "runs": timeline(rows),
+        "notifications": [notification_data(row) for row in listed],
+        "statuses": RunStatus.values,
+        "triggers": TriggerType.values,
+        "status": status,
+        "trigger": trigger,
+        "error": error,
+        "mode": "runs",
+    }
+    return render(request, "webui/runs.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def notification_read(request: HttpRequest, notification_id: str) -> HttpResponse:
+    try:
+        notifications.mark_read(request.user, notification_id)
+    except BrainError as exc:
+        messages.error(request, exc.message)
+    return redirect("webui:runs")
