@@ -13,7 +13,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import BaseParser, JSONParser
+from rest_framework.parsers import BaseParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -29,6 +29,7 @@ from triggers import notifications, runs, workflows
 from triggers.models import RunStatus, TriggerType
 from triggers.presenters import notification_data, run_data, workflow_data
 from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
+from vancetope.jsonbody import BodyParser
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
@@ -108,12 +109,12 @@ def _project(request: Request, project: Any) -> Project | None:
 class WorkflowViewSet(viewsets.ViewSet):
     lookup_field = "workflow_id"
     lookup_value_regex = r"[^/]+"
-    parser_classes = [JSONParser, YamlParser, TextYamlParser]
+    parser_classes = [BodyParser, YamlParser, TextYamlParser]
 
     @extend_schema(
         operation_id="workflows_list",
         parameters=[OpenApiParameter("project", str, description="proj_…"), *PAGE_PARAMETERS],
-        responses={200: WorkflowPage, **errors(401, 404)},
+        responses={200: WorkflowPage, **errors(400, 401, 404)},
     )
     def list(self, request: Request) -> Response:
         rows = workflows.filtered_workflows(request.user, request.query_params.get("project"))
