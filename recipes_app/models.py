@@ -23,6 +23,32 @@ class RecipeCategory(models.TextChoices):
     SERVICE = "service"  # spawned by the system (e.g. agrajag); hidden from user listings
 
 
+def scoped_definition_constraints(kind: str) -> list[models.BaseConstraint]:
+    """The constraints of a scoped definition (a recipe, a strategy): its name is unique within
+    its scope (bundled, the tenant's, the project's), and its scope matches its owner."""
+    return [
+        models.UniqueConstraint(
+            fields=["name"], condition=Q(scope="bundled"), name=f"uniq_bundled_{kind}_name"
+        ),
+        models.UniqueConstraint(
+            fields=["name", "tenant"], condition=Q(scope="tenant"), name=f"uniq_tenant_{kind}_name"
+        ),
+        models.UniqueConstraint(
+            fields=["name", "project"],
+            condition=Q(scope="project"),
+            name=f"uniq_project_{kind}_name",
+        ),
+        models.CheckConstraint(
+            condition=(
+                Q(scope="bundled", tenant__isnull=True, project__isnull=True)
+                | Q(scope="tenant", tenant__isnull=False, project__isnull=True)
+                | Q(scope="project", project__isnull=False)
+            ),
+            name=f"{kind}_scope_matches_owner",
+        ),
+    ]
+
+
 class Recipe(models.Model):
     name = models.CharField(max_length=100, validators=[kebab])
     engine = models.CharField(max_length=50)
@@ -48,31 +74,7 @@ class Recipe(models.Model):
 
     class Meta:
         ordering = ["name", "scope"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["name"],
-                condition=Q(scope="bundled"),
-                name="uniq_bundled_recipe_name",
-            ),
-            models.UniqueConstraint(
-                fields=["name", "tenant"],
-                condition=Q(scope="tenant"),
-                name="uniq_tenant_recipe_name",
-            ),
-            models.UniqueConstraint(
-                fields=["name", "project"],
-                condition=Q(scope="project"),
-                name="uniq_project_recipe_name",
-            ),
-            models.CheckConstraint(
-                condition=(
-                    Q(scope="bundled", tenant__isnull=True, project__isnull=True)
-                    | Q(scope="tenant", tenant__isnull=False, project__isnull=True)
-                    | Q(scope="project", project__isnull=False)
-                ),
-                name="recipe_scope_matches_owner",
-            ),
-        ]
+        constraints = scoped_definition_constraints("recipe")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.scope})"
@@ -119,31 +121,7 @@ class Strategy(models.Model):
     class Meta:
         ordering = ["name", "scope"]
         verbose_name_plural = "strategies"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["name"],
-                condition=Q(scope="bundled"),
-                name="uniq_bundled_strategy_name",
-            ),
-            models.UniqueConstraint(
-                fields=["name", "tenant"],
-                condition=Q(scope="tenant"),
-                name="uniq_tenant_strategy_name",
-            ),
-            models.UniqueConstraint(
-                fields=["name", "project"],
-                condition=Q(scope="project"),
-                name="uniq_project_strategy_name",
-            ),
-            models.CheckConstraint(
-                condition=(
-                    Q(scope="bundled", tenant__isnull=True, project__isnull=True)
-                    | Q(scope="tenant", tenant__isnull=False, project__isnull=True)
-                    | Q(scope="project", project__isnull=False)
-                ),
-                name="strategy_scope_matches_owner",
-            ),
-        ]
+        constraints = scoped_definition_constraints("strategy")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.scope})"

@@ -58,13 +58,19 @@ def sync_bundled_recipes(path: Path = BUNDLED_RECIPES) -> int:
     return len(names)
 
 
-def recipes_in_scope(project: Project) -> QuerySet[Recipe]:
-    """Every recipe row a spawn in this project could resolve to (all scopes)."""
-    return Recipe.objects.filter(
+def in_scope_of(project: Project) -> Q:
+    """The rows of a scoped definition (a recipe, a strategy) seen from this project: the
+    bundled ones, its tenant's and its own."""
+    return (
         Q(scope=RecipeScope.BUNDLED)
         | Q(scope=RecipeScope.TENANT, tenant_id=project.tenant_id)
         | Q(scope=RecipeScope.PROJECT, project=project)
     )
+
+
+def recipes_in_scope(project: Project) -> QuerySet[Recipe]:
+    """Every recipe row a spawn in this project could resolve to (all scopes)."""
+    return Recipe.objects.filter(in_scope_of(project))
 
 
 def effective_recipes(project: Project) -> list[Recipe]:

@@ -18,11 +18,11 @@ from typing import Any
 import jsonschema
 import yaml
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from engines.base import ParamsRefused
 from recipes_app.models import RecipeScope, Strategy
-from recipes_app.services import SCOPE_RANK, recipes_in_scope
+from recipes_app.services import SCOPE_RANK, in_scope_of, recipes_in_scope
 from vancetope.tenancy.models import Project
 
 BUNDLED_STRATEGIES = Path(__file__).with_name("strategies.yaml")
@@ -177,11 +177,7 @@ def sync_bundled_strategies(path: Path = BUNDLED_STRATEGIES) -> int:
 
 
 def strategies_in_scope(project: Project) -> QuerySet[Strategy]:
-    return Strategy.objects.filter(
-        Q(scope=RecipeScope.BUNDLED)
-        | Q(scope=RecipeScope.TENANT, tenant_id=project.tenant_id)
-        | Q(scope=RecipeScope.PROJECT, project=project)
-    )
+    return Strategy.objects.filter(in_scope_of(project))
 
 
 def resolve_strategy(project: Project, name: str) -> Strategy | None:
