@@ -24,7 +24,7 @@ from inbox.transitions import InboxCall
 from processes.actions.pending import deliver
 from processes.models import PendingKind, ThinkProcess
 from vancetope.errors import Conflict, NotFound
-from vancetope.ids import parse_public_id
+from vancetope.ids import get_by_public_id, parse_public_id
 
 TITLE_MAX = 200
 # Items one expiry sweep handles; the next sweep takes the rest.
@@ -50,11 +50,7 @@ def visible_items(user: Any) -> QuerySet[InboxItem]:
 
 
 def get_visible_item(user: Any, item_id: str) -> InboxItem:
-    pk = parse_public_id("inb", item_id, "inbox item")
-    item = visible_items(user).filter(pk=pk).first()
-    if item is None:
-        raise NotFound(f"inbox item inb_{pk} not found")
-    return item
+    return get_by_public_id(visible_items(user), "inb", item_id, "inbox item")
 
 
 def filtered_items(

@@ -15,8 +15,7 @@ from sessions_app.models import Session, SessionStatus
 from sessions_app.protocol.outbound import NotificationEvent, event
 from triggers.models import Notification, RunLog
 from triggers.workflows import field_error
-from vancetope.errors import NotFound
-from vancetope.ids import parse_public_id
+from vancetope.ids import get_by_public_id
 from vancetope.tenancy.models import Project
 
 
@@ -72,12 +71,10 @@ def filtered_notifications(user: Any, *, unread: str | None = None) -> QuerySet[
 
 def mark_read(user: Any, notification_id: str) -> Notification:
     """Mark one of the user's notifications read (again: it stays read, at its first time)."""
-    pk = parse_public_id("ntf", notification_id, "notification")
-    notification = visible_notifications(user).filter(pk=pk).first()
-    if notification is None:
-        raise NotFound(f"notification ntf_{pk} not found")
+    rows = visible_notifications(user)
+    notification = get_by_public_id(rows, "ntf", notification_id, "notification")
     if notification.read_at is None:
         now = timezone.now()
-        Notification.objects.filter(pk=pk, read_at__isnull=True).update(read_at=now)
+        Notification.objects.filter(pk=notification.pk, read_at__isnull=True).update(read_at=now)
         notification.read_at = now
     return notification

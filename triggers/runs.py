@@ -40,7 +40,7 @@ from triggers.notifications import notify
 from triggers.presenters import run_data
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BrainError, NotFound
-from vancetope.ids import parse_public_id
+from vancetope.ids import get_by_public_id, parse_public_id
 from vancetope.tenancy.models import Project, ProjectMembership
 
 log = logging.getLogger(__name__)
@@ -290,11 +290,7 @@ def visible_runs(user: Any) -> QuerySet[RunLog]:
 
 
 def get_visible_run(user: Any, run_id: str) -> RunLog:
-    pk = parse_public_id("run", run_id, "run")
-    run = visible_runs(user).filter(pk=pk).first()
-    if run is None:
-        raise NotFound(f"run run_{pk} not found")
-    return run
+    return get_by_public_id(visible_runs(user), "run", run_id, "run")
 
 
 def filtered_runs(

@@ -19,8 +19,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from triggers.models import Workflow
-from vancetope.errors import BadRequest, NotFound
-from vancetope.ids import parse_public_id
+from vancetope.errors import BadRequest
+from vancetope.ids import get_by_public_id
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
@@ -178,11 +178,7 @@ def visible_workflows(user: Any) -> QuerySet[Workflow]:
 
 
 def get_visible_workflow(user: Any, workflow_id: str) -> Workflow:
-    pk = parse_public_id("wf", workflow_id, "workflow")
-    workflow = visible_workflows(user).filter(pk=pk).first()
-    if workflow is None:
-        raise NotFound(f"workflow wf_{pk} not found")
-    return workflow
+    return get_by_public_id(visible_workflows(user), "wf", workflow_id, "workflow")
 
 
 def filtered_workflows(user: Any, project: str | None = None) -> QuerySet[Workflow]:

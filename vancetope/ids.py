@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
 from vancetope.errors import NotFound
+
+if TYPE_CHECKING:
+    from django.db.models import Model, QuerySet
+
+M = TypeVar("M", bound="Model")
 
 # Primary keys are signed 64-bit integers on every database.
 MAX_PK = 2**63 - 1
@@ -29,3 +36,13 @@ def parse_public_id(prefix: str, value: str | int | None, what: str) -> int:
     if pk is None:
         raise NotFound(f"{what} {text!r} not found (ids look like {prefix}_12)")
     return pk
+
+
+def get_by_public_id(rows: QuerySet[M], prefix: str, value: str, what: str) -> M:
+    """The row of `rows` (what the caller may see) with that public id; a malformed id, or one
+    not among them (another tenant's, or none), is the same 404 naming what was looked for."""
+    pk = parse_public_id(prefix, value, what)
+    row = rows.filter(pk=pk).first()
+    if row is None:
+        raise NotFound(f"{what} {prefix}_{pk} not found")
+    return row
