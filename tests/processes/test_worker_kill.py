@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.recovery import recover_lanes
 from processes.states import Status
+from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import wait_until
 from tests.e2e.brain import CeleryWorker
@@ -60,22 +63,50 @@ def worker_env(queue: str, script: Path, var_dir: Path, **extra: str) -> dict[st
     }
 
 
-def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, settings, tmp_path):
-    # given a slow LLM and a Celery queue of our own, served by worker OS processes
-    script = tmp_path / "slow.yaml"
-    script.write_text(yaml.safe_dump([{"reply": "a slow and careful answer", "delay": 0.8}]))
-    queue = f"vt-kill-{uuid.uuid4().hex[:8]}"
-    env = worker_env(queue, script, tmp_path, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
-    settings.VANCETOPE_WORKER = "celery"
-    settings.VANCETOPE_LLM_SCRIPT = str(script)
+@dataclass(frozen=True)
+class CeleryLanes:
+    """A Celery queue of the test's own, its workers' environment, and a session whose lanes
+    are driven there."""
+
+    env: dict[str, str]
+    queue: str
+    session: Session
+
+
+@pytest.fixture
+def celery_lanes(alice, settings, tmp_path) -> Iterator[Callable[..., CeleryLanes]]:
+    """`celery_lanes(name, rules, **worker_env)`: lanes driven by Celery workers on a queue of
+    this test's own, with that scripted-provider script; the default queue is put back after."""
     previous_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
-    session = create_session(
-        alice.user,
-        client_type="cli",
-        project_id=alice.project_id,
-        fingerprint=FingerprintData(machine_id="m"),
+
+    def use(name: str, rules: list[dict[str, Any]], **extra: str) -> CeleryLanes:
+        script = tmp_path / f"{name}.yaml"
+        script.write_text(yaml.safe_dump(rules))
+        queue = f"vt-{name}-{uuid.uuid4().hex[:8]}"
+        env = worker_env(queue, script, tmp_path, **extra)
+        settings.VANCETOPE_WORKER = "celery"
+        settings.VANCETOPE_LLM_SCRIPT = str(script)
+        celery_app.conf.task_default_queue = queue
+        session = create_session(
+            alice.user,
+            client_type="cli",
+            project_id=alice.project_id,
+            fingerprint=FingerprintData(machine_id="m"),
+        )
+        return CeleryLanes(env, queue, session)
+
+    yield use
+    celery_app.conf.task_default_queue = previous_queue
+
+
+def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(celery_lanes):
+    # given a slow LLM and a Celery queue of our own, served by worker OS processes
+    lanes = celery_lanes(
+        "kill",
+        [{"reply": "a slow and careful answer", "delay": 0.8}],
+        VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS),
     )
+    env, queue, session = lanes.env, lanes.queue, lanes.session
     chat_id = session.chat_process_id
     workers = [CeleryWorker(env, queue, "worker-0")]
     recovery_seconds: list[float] = []
@@ -108,7 +139,6 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
     finally:
         for worker in workers:
             worker.stop()
-        celery_app.conf.task_default_queue = previous_queue
 
     messages = list(PendingMessage.objects.filter(process_id=chat_id).order_by("seq"))
     assert [m.text for m in messages] == sent
@@ -130,36 +160,18 @@ def test_workers_killed_mid_turn_lose_nothing_and_apply_nothing_twice(alice, set
     )
 
 
-def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(
-    alice, settings, tmp_path
-):
+def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(celery_lanes):
     # given a turn that streams slowly on a Celery worker
-    script = tmp_path / "slow.yaml"
-    script.write_text(yaml.safe_dump([{"reply": "one two three four five six", "delay": 1.5}]))
-    queue = f"vt-term-{uuid.uuid4().hex[:8]}"
-    env = worker_env(queue, script, tmp_path)
-    settings.VANCETOPE_WORKER = "celery"
-    previous_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
-    session = create_session(
-        alice.user,
-        client_type="cli",
-        project_id=alice.project_id,
-        fingerprint=FingerprintData(machine_id="m"),
-    )
+    lanes = celery_lanes("term", [{"reply": "one two three four five six", "delay": 1.5}])
+    env, queue, session = lanes.env, lanes.queue, lanes.session
     chat_id = session.chat_process_id
     worker = CeleryWorker(env, queue)
-    try:
-        send_chat(session.pk, "take your time")
-        wait_until(
-            lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING, timeout=60
-        )
-        # when the worker gets SIGTERM (warm shutdown)
-        stopped_at = time.monotonic()
-        worker.stop()
-        took = time.monotonic() - stopped_at
-    finally:
-        celery_app.conf.task_default_queue = previous_queue
+    send_chat(session.pk, "take your time")
+    wait_until(lambda: ThinkProcess.objects.get(pk=chat_id).status == Status.RUNNING, timeout=60)
+    # when the worker gets SIGTERM (warm shutdown)
+    stopped_at = time.monotonic()
+    worker.stop()
+    took = time.monotonic() - stopped_at
     # then it stopped at the next boundary, released the lane, and kept the message pending
     assert worker.process.returncode == 0, worker.log_path.read_text()
     assert took < 15
@@ -198,23 +210,11 @@ MARVIN_SCRIPT = [
 
 
 def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rerunning_one(
-    alice, settings, tmp_path
+    celery_lanes,
 ):
     # given a marvin tree driven by Celery workers, its first node done, its second running
-    script = tmp_path / "marvin.yaml"
-    script.write_text(yaml.safe_dump(MARVIN_SCRIPT))
-    queue = f"vt-marvin-{uuid.uuid4().hex[:8]}"
-    env = worker_env(queue, script, tmp_path, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
-    settings.VANCETOPE_WORKER = "celery"
-    settings.VANCETOPE_LLM_SCRIPT = str(script)
-    previous_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = queue
-    session = create_session(
-        alice.user,
-        client_type="cli",
-        project_id=alice.project_id,
-        fingerprint=FingerprintData(machine_id="m"),
-    )
+    lanes = celery_lanes("marvin", MARVIN_SCRIPT, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
+    env, queue, session = lanes.env, lanes.queue, lanes.session
     workers = [CeleryWorker(env, queue, "worker-0")]
 
     def tree_nodes() -> list[dict[str, Any]]:
@@ -246,7 +246,6 @@ def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rer
     finally:
         for worker in workers:
             worker.stop()
-        celery_app.conf.task_default_queue = previous_queue
 
     done = ThinkProcess.objects.get(pk=marvin.pk)
     assert (done.close_reason, done.last_error) == ("DONE", ""), done.last_error
