@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.db.models import Q
 
 from engines import messages
 from engines.context import Finish
@@ -130,37 +131,34 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
         if call in INTERRUPTING:
             clear_interrupt(process_id, call)
     report_to_parent(process, process.status, process.close_reason)
-    if call is Call.STOP:
-        stop_children(process_id)
-    elif call in (Call.PAUSE, Call.RESUME):
-        pause_or_resume_children(process_id, call)
+    if call in CASCADES:
+        cascade_to_children(process_id, call)
     if process.status in WAKE_ON_MESSAGE and (own_turns or pending_count(process_id)):
         wake_lane(process_id)
     return process
 
 
-def pause_or_resume_children(process_id: int, call: Call) -> None:
-    """Pausing a process pauses its tree: each open child (and, by its own call, its children)
-    stops at its next boundary, and resuming the process resumes the paused ones. A child
-    whose status does not allow the call (not started yet, closed meanwhile) is left as it is."""
-    children = ThinkProcess.objects.filter(parent_id=process_id)
-    if call is Call.RESUME:
-        children = children.filter(status=Status.PAUSED)
-    else:
-        children = children.exclude(status__in=[Status.CLOSED, Status.PAUSED, Status.INIT])
+# A call that goes on to the process's children (and, by their own calls, to theirs): which
+# children it reaches, and which refusals leave a child as it is. A stopped process's open
+# children are stopped (nobody would read what they report), refused only when closed
+# meanwhile; pausing pauses the tree (each child stops at its next boundary) and resuming
+# resumes the paused ones, leaving any child whose status does not allow it (not started yet,
+# closed meanwhile) or whose lane is busy.
+CASCADES: dict[Call, tuple[Q, tuple[type[Exception], ...]]] = {
+    Call.STOP: (~Q(status=Status.CLOSED), (Conflict,)),
+    Call.PAUSE: (
+        ~Q(status__in=[Status.CLOSED, Status.PAUSED, Status.INIT]),
+        (Conflict, Unavailable),
+    ),
+    Call.RESUME: (Q(status=Status.PAUSED), (Conflict, Unavailable)),
+}
+
+
+def cascade_to_children(process_id: int, call: Call) -> None:
+    reached, left_alone = CASCADES[call]
+    children = ThinkProcess.objects.filter(reached, parent_id=process_id)
     for child_id in children.values_list("pk", flat=True):
         try:
             lifecycle_call(child_id, call)
-        except (Conflict, Unavailable):
+        except left_alone:
             continue
-
-
-def stop_children(process_id: int) -> None:
-    """A stopped process's open children are stopped too (and theirs, each in its own call):
-    nobody would read what they report."""
-    children = ThinkProcess.objects.filter(parent_id=process_id).exclude(status=Status.CLOSED)
-    for child_id in children.values_list("pk", flat=True):
-        try:
-            stop_process(child_id)
-        except Conflict:
-            continue  # closed meanwhile

@@ -156,7 +156,7 @@ def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
     """The same message failed MAX_TURN_ATTEMPTS times (or a budget broke): CLOSED/FAILED, the
     parent hears, and the process's open children are stopped (nobody reads their reports)."""
     _leave_run(process, lease, run, _failure_notice(process), Status.CLOSED, CloseReason.FAILED)
-    lifecycle.stop_children(process.pk)
+    lifecycle.cascade_to_children(process.pk, Call.STOP)
 
 
 # HTTP 4xx answers that a later try may not get: timeout, conflict, rate limit.
