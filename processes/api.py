@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from processes import queries
 from processes.actions import lifecycle
-from processes.actions.steer import steer_process
+from processes.actions.steer import steer_as
 from processes.actions.task_tree import cancel_task_node
 from processes.presenters import process_data, process_detail
 from processes.states import Status
@@ -122,15 +122,19 @@ class ProcessViewSet(viewsets.ViewSet):
     def reset(self, request: Request, process_id: str) -> Response:
         return self._lifecycle(request, process_id, lifecycle.reset_process)
 
-    @extend_schema(request=SteerInput, responses={200: PendingData, **errors(400, 401, 404, 409)})
+    @extend_schema(
+        request=SteerInput, responses={200: PendingData, **errors(400, 401, 404, 409, 429)}
+    )
     @action(detail=True, methods=["post"])
     def steer(self, request: Request, process_id: str) -> Response:
         process = self._process(request, process_id)
         body = SteerInput(data=request.data)
         body.is_valid(raise_exception=True)
-        steered = steer_process(process.pk, body.validated_data["message"])
+        steered, refused = steer_as(request.user, process.pk, [body.validated_data["message"]])
+        if refused is not None:
+            raise refused
         return Response(
-            PendingData(processId=process.public_id, pending=steered.pending).model_dump()
+            PendingData(processId=process.public_id, pending=steered[0].pending).model_dump()
         )
 
     @extend_schema(

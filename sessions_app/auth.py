@@ -11,8 +11,9 @@ from channels.security.websocket import OriginValidator
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 
+from vancetope.ratelimit import RateLimited
 from vancetope.tenancy.authentication import token_from_header
-from vancetope.tenancy.services import authenticate_token_with_id
+from vancetope.tenancy.services import authenticate_token_from
 
 
 def token_in_scope(scope: dict[str, Any]) -> str | None:
@@ -31,10 +32,16 @@ class TokenAuthMiddleware(BaseMiddleware):
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
         token = token_in_scope(scope)
         if token is not None:
-            found = await database_sync_to_async(authenticate_token_with_id)(token)
+            client = (scope.get("client") or [""])[0]
+            throttled = None
+            try:
+                found = await database_sync_to_async(authenticate_token_from)(client, token)
+            except RateLimited as limited:
+                # Too many wrong tokens from this address: the consumer answers 429 and closes.
+                found, throttled = None, limited
             user, token_id = found if found else (AnonymousUser(), None)
             # The socket closes when this token is revoked (vancetope/tenancy/revocation.py).
-            scope = {**scope, "user": user, "api_token_id": token_id}
+            scope = {**scope, "user": user, "api_token_id": token_id, "auth_throttled": throttled}
         return await super().__call__(scope, receive, send)
 
 

@@ -7,11 +7,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from vancetope.errors import BrainError
 from vancetope.tenancy.revocation import token_group, user_group
 
 log = logging.getLogger(__name__)
 
 UNAUTHENTICATED = 4401
+# The client's address tried too many wrong API tokens (vancetope/ratelimit.py).
+RATE_LIMITED = 4429
 
 
 class RevocableSocket:
@@ -28,6 +31,18 @@ class RevocableSocket:
         ) -> None: ...
 
         async def disconnect(self, code: int) -> None: ...
+
+        async def send_error(self, request_id: str | None, exc: BrainError) -> None: ...
+
+    async def refuse(self) -> None:
+        """Close a socket without a user: 4401, or 4429 after an error frame saying when to
+        try again when its address tried too many wrong tokens."""
+        throttled = self.scope.get("auth_throttled")
+        if throttled is None:
+            await self.close(code=UNAUTHENTICATED)
+            return
+        await self.send_error(None, throttled)
+        await self.close(code=RATE_LIMITED)
 
     async def join_auth_groups(self) -> None:
         groups = [user_group(self.user.pk)]

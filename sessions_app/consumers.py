@@ -28,7 +28,7 @@ from processes.presenters import process_data, process_detail
 from recipes_app.api import recipe_data
 from recipes_app.services import effective_recipes
 from sessions_app import bound, services
-from sessions_app.consumer_auth import UNAUTHENTICATED, RevocableSocket
+from sessions_app.consumer_auth import RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
 from sessions_app.consumer_workflows import WorkflowFrames
 from sessions_app.events import events_since, group_name
@@ -105,7 +105,7 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
         self.user = self.scope.get("user")
         await self.accept()
         if self.user is None or not self.user.is_authenticated:
-            await self.close(code=UNAUTHENTICATED)
+            await self.refuse()
             return
         await self.join_auth_groups()
 
@@ -195,7 +195,11 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
 
     async def send_error(self, request_id: str | None, exc: BrainError) -> None:
         data = out.ErrorData(
-            code=exc.code, error=exc.error, message=exc.message, field=getattr(exc, "field", None)
+            code=exc.code,
+            error=exc.error,
+            message=exc.message,
+            field=getattr(exc, "field", None),
+            retryAfter=getattr(exc, "retry_after", None),
         )
         await self.send_model(out.ErrorFrame(replyTo=request_id, data=data))
 
@@ -317,7 +321,9 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
         )
 
     async def on_chat(self, frame: p.Chat) -> None:
-        steered = await call_service(steering.send_chat, self._bound_session_id(), frame.data.text)
+        steered = await call_service(
+            steering.send_chat, self._bound_session_id(), frame.data.text, user=self.user
+        )
         data = out.PendingData(
             processId=f"tp_{steered.message.process_id}", pending=steered.pending
         )
@@ -340,6 +346,7 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
                 params=data.params,
                 parent=parent,
                 start=data.start,
+                requested_by=self.user,
             )
         except BadRequest as exc:
             # Params the engine refused (a vogon strategy) name their field.
@@ -389,18 +396,20 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
             batch, self._steers = self._steers, []
             for pk, same_process in itertools.groupby(batch, key=lambda steer: steer.pk):
                 run = list(same_process)
+                refused: BrainError | None
                 try:
-                    steered = await call_service(
-                        steering.steer_many, pk, [steer.message for steer in run], user=self.user
+                    steered, refused = await call_service(
+                        steering.steer_as, self.user, pk, [steer.message for steer in run]
                     )
                 except Exception as exc:
-                    error = as_brain_error(exc, "steer failed")
-                    for steer in run:
-                        await self.send_error(steer.request_id, error)
-                    continue
-                for steer, result in zip(run, steered, strict=True):
+                    steered, refused = [], as_brain_error(exc, "steer failed")
+                for steer, result in zip(run, steered, strict=False):
                     data = out.PendingData(processId=steer.public_id, pending=result.pending)
                     await self.send_model(out.ProcessSteered(replyTo=steer.request_id, data=data))
+                # Steers over the user's limit (429), or all of a run that failed, not queued.
+                for steer in run[len(steered) :]:
+                    assert refused is not None
+                    await self.send_error(steer.request_id, refused)
 
     async def _steers_applied(self) -> None:
         """Wait until the queued steers are applied: a frame after them sees their effect."""

@@ -25,6 +25,7 @@ from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
+from vancetope import ratelimit
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.tenancy.models import (
     ApiToken,
@@ -93,6 +94,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _inprocess_worker(settings: Any) -> Iterator[None]:
     settings.VANCETOPE_WORKER = "inprocess"
     reset_provider_cache()
+    # Every test starts with no rate-limit counts (user ids are reused across tests).
+    ratelimit.reset()
     yield
     # Let running lanes finish and close their connections before the database is flushed.
     shutdown_worker(wait=True)

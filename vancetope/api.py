@@ -26,6 +26,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from vancetope.errors import BadRequest, BrainError
 from vancetope.ids import parse_whole_number
+from vancetope.ratelimit import RateLimited
 
 T = TypeVar("T")
 
@@ -64,6 +65,7 @@ ERROR_MEANINGS = {
     403: "not allowed to the caller",
     404: "not found, or not visible to the caller",
     409: "the status forbids it; nothing was changed",
+    429: "over a rate limit; nothing was done. Retry-After says when to try again",
 }
 
 
@@ -113,7 +115,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         exc = BadRequest(f"Content-Type: {exc.detail}; send application/json")
     if isinstance(exc, BrainError):
         body = ErrorBody(code=exc.code, error=exc.error, message=exc.message)
-        return Response(body.model_dump(mode="json"), status=exc.code)
+        answer = Response(body.model_dump(mode="json"), status=exc.code)
+        if isinstance(exc, RateLimited):
+            answer["Retry-After"] = str(exc.retry_after)
+        return answer
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -50,6 +51,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "axes",
     "vancetope.tenancy",
     "recipes_app",
     "engines",
@@ -69,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into its 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "vancetope.urls"
@@ -243,6 +247,33 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
 LOGIN_URL = "/accounts/login/"
+# django-axes counts failed logins of the admin and the web UI (in the database, so on both
+# runtimes) and locks a username out from the address that failed, with a 429, for a while.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("VANCETOPE_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(seconds=env_float("VANCETOPE_LOGIN_LOCKOUT_SECONDS", 900.0))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# The lockout page says what to do instead of the library's bare default.
+AXES_LOCKOUT_TEMPLATE = "webui/locked_out.html"
+
+# --- rate limits (vancetope/ratelimit.py) --------------------------------------------------------
+# Per user, in the notation of the `limits` library ("120/10 seconds", "10/second;300/minute");
+# "off" turns one off. Chat and steer messages share one limit: enough for a person typing and
+# for scripts that steer in bursts, not for thousands of LLM turns queued in a second.
+VANCETOPE_RATE_CHAT = env_str("VANCETOPE_RATE_CHAT", "120/10 seconds")
+# Processes a user creates (WebSocket process-create, REST); workers that engines spawn and
+# processes of cron jobs and webhooks do not count.
+VANCETOPE_RATE_PROCESS_CREATE = env_str("VANCETOPE_RATE_PROCESS_CREATE", "60/minute")
+# Wrong API tokens per client address (REST and WebSocket); over it, every token attempt from
+# that address is a 429 until the window has room again.
+VANCETOPE_RATE_TOKEN_FAILURES = env_str("VANCETOPE_RATE_TOKEN_FAILURES", "20/minute")
+# The counts live in Redis (keys under this prefix) when REDIS_URL is set, else in memory.
+VANCETOPE_RATE_KEY_PREFIX = env_str("VANCETOPE_CHANNEL_PREFIX", "vt")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -16,6 +16,7 @@ from recipes_app.services import resolve_recipe
 from recipes_app.strategies import ProjectDefinitions
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import BadRequest, Conflict, NotFound
+from vancetope.ratelimit import PROCESS_CREATE, hit
 
 
 def create_process(
@@ -27,11 +28,14 @@ def create_process(
     params: dict[str, Any] | None = None,
     parent: ThinkProcess | None = None,
     start: bool = True,
+    requested_by: Any = None,
 ) -> ThinkProcess:
     """Spawn a process in the session; its recipe is copied into it (the snapshot). A child
     (`parent`) is placed in its parent's tree, within the tree's budgets (BudgetExceeded).
     Params the engine refuses (`prepare_params`: a vogon strategy that does not fit its
-    schema) are a 400 naming the field, and nothing is created."""
+    schema) are a 400 naming the field, and nothing is created. A process a person asked for
+    (`requested_by`: WebSocket process-create, REST) counts against their process-create
+    limit (VANCETOPE_RATE_PROCESS_CREATE): over it, a 429 and nothing is created."""
     if session.status != SessionStatus.OPEN:
         raise Conflict(f"session {session.public_id} is {session.status}")
     if parent is not None and parent.session_id != session.pk:
@@ -52,6 +56,8 @@ def create_process(
         error.field = refused.field  # type: ignore[attr-defined]
         raise error from refused
     placement = check_spawn(parent) if parent is not None else Placement(depth=0, root_id=None)
+    if requested_by is not None:
+        hit(PROCESS_CREATE, str(requested_by.pk))
     now = timezone.now()
     process = ThinkProcess.objects.create(
         session=session,

@@ -17,6 +17,7 @@ from processes.states import WAKE_ON_MESSAGE, Call, check_call
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import Conflict, NotFound
 from vancetope.infra import fastsql
+from vancetope.ratelimit import MESSAGES, RateLimited, hit, refusal, take
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,24 @@ def steer_many(
     return [Steered(message, before + n) for n, message in enumerate(messages, start=1)]
 
 
-def send_chat(session_id: int, text: str) -> Steered:
-    """A chat message from the session's client goes to the session's chat process."""
+def steer_as(
+    user: Any, process_id: int, texts: list[str]
+) -> tuple[list[Steered], RateLimited | None]:
+    """Steers a person sent (WebSocket, REST), counted against the user's message limit
+    (VANCETOPE_RATE_CHAT): as many as it lets through now are queued, in order, as
+    `steer_many` queues them; the rest are refused with the returned 429 and not queued."""
+    allowed = take(MESSAGES, str(user.pk), len(texts))
+    steered = steer_many(process_id, texts[:allowed], user=user) if allowed else []
+    refused = refusal(MESSAGES, str(user.pk)) if allowed < len(texts) else None
+    return steered, refused
+
+
+def send_chat(session_id: int, text: str, *, user: Any = None) -> Steered:
+    """A chat message from the session's client goes to the session's chat process. With
+    `user` (the client's), it counts against the user's message limit: over it, a 429 and
+    nothing queued."""
+    if user is not None:
+        hit(MESSAGES, str(user.pk))
     process_id = chat_process_of(session_id)
     if process_id is None:
         raise Conflict(f"session sess_{session_id} has no chat process")

@@ -377,6 +377,8 @@ class ErrorData(Outgoing):
     message: str
     # The offending field of a frame that broke its schema ("data.text").
     field: str | None = None
+    # A 429's seconds until the limit has room again; only in a 429.
+    retryAfter: int | None = left_out_if_none()
 
 
 class ErrorFrame(Reply):

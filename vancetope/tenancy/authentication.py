@@ -7,7 +7,8 @@ from typing import Any
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from vancetope.tenancy.services import authenticate_token
+from vancetope.ratelimit import RateLimited
+from vancetope.tenancy.services import authenticate_token_from
 
 KEYWORDS = {"bearer", "token"}
 
@@ -28,10 +29,13 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         raw = token_from_header(header)
         if raw is None:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
-        user = authenticate_token(raw)
-        if user is None:
+        try:
+            found = authenticate_token_from(request.META.get("REMOTE_ADDR", ""), raw)
+        except RateLimited as limited:
+            raise exceptions.Throttled(wait=limited.retry_after, detail=limited.message) from None
+        if found is None:
             raise exceptions.AuthenticationFailed("invalid or revoked API token")
-        return user, None
+        return found[0], None
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="vancetope"'

@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from vancetope.errors import NotFound
+from vancetope.ratelimit import TOKEN_FAILURES, check, take
 from vancetope.tenancy.models import ApiToken, Project, Role, Tenant, hash_token
 
 AnyUser = AbstractBaseUser | AnonymousUser
@@ -36,6 +37,17 @@ def authenticate_token_with_id(raw: str) -> tuple[AbstractBaseUser, int] | None:
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user, token.pk
+
+
+def authenticate_token_from(client: str, raw: str) -> tuple[AbstractBaseUser, int] | None:
+    """`authenticate_token_with_id` for a client at address `client`, which may try only so
+    many wrong tokens (VANCETOPE_RATE_TOKEN_FAILURES): past that, every attempt from there is
+    refused with a 429 (RateLimited), a right token too, until the window has room again."""
+    check(TOKEN_FAILURES, client)
+    found = authenticate_token_with_id(raw)
+    if found is None:
+        take(TOKEN_FAILURES, client)
+    return found
 
 
 def revoke_token(token_pk: int) -> ApiToken:
