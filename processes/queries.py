@@ -17,23 +17,17 @@ from vancetope.infra import fastsql
 
 
 def visible_processes(user: Any) -> QuerySet[ThinkProcess]:
-    """Processes of the user's own sessions; service processes are not listed to users."""
+    """Every process of the user's own sessions, service processes they created too (whatever
+    the user's role: nobody sees another user's processes). The system's service processes
+    (agrajag) run in system sessions, which no person owns."""
     if not user.is_authenticated:
         return ThinkProcess.objects.none()
-    return (
-        ThinkProcess.objects.filter(session__owner=user)
-        .exclude(recipe_snapshot__category="service")
-        .select_related("session", "parent")
-    )
+    return ThinkProcess.objects.filter(session__owner=user).select_related("session", "parent")
 
 
 def is_visible(process: ThinkProcess, user: Any) -> bool:
     """The rule of `visible_processes` for one loaded process (with its session)."""
-    return (
-        user.is_authenticated
-        and process.session.owner_id == user.pk
-        and process.recipe_snapshot.get("category") != "service"
-    )
+    return bool(user.is_authenticated) and process.session.owner_id == user.pk
 
 
 def get_visible_process(user: Any, process_id: int) -> ThinkProcess:

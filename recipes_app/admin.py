@@ -10,57 +10,10 @@ from django.http import HttpRequest
 from engines.registry import all_engines, get_engine
 from recipes_app.models import Recipe, RecipeScope, Strategy
 from recipes_app.strategies import StrategyInvalid, check_strategy
-from vance.local_tools import TOOL_SPECS
-from vancetope.tenancy.models import Project
-from vancetope.tools.catalogue import matches
-from vancetope.tools.models import McpServer
-from vancetope.tools.registry import server_tools
+from recipes_app.tool_names import roles_problem, tool_list_problem
+from recipes_app.writes import shadowed_scopes
 
 TOOL_LISTS = ("allowed_tools_add", "allowed_tools_remove")
-GLOB_CHARACTERS = set("*?[")
-
-
-def known_tool_names() -> set[str]:
-    """The server tools, the engines' own and the `vance` client's tools: the catalogue without
-    MCP (listing MCP tools would start every MCP server just to validate a form)."""
-    engine_tools = {tool for engine in all_engines() for tool in engine.allowed_tools}
-    return set(server_tools()) | engine_tools | {str(spec["name"]) for spec in TOOL_SPECS}
-
-
-def mcp_servers_in_scope(project: Project | None, tenant_id: int | None) -> list[McpServer]:
-    servers = McpServer.objects.filter(enabled=True)
-    if project is not None:
-        return list(servers.filter(project=project))
-    if tenant_id is not None:
-        return list(servers.filter(project__tenant_id=tenant_id))
-    return []
-
-
-def unknown_tool_entries(
-    entries: list[Any], project: Project | None, tenant_id: int | None
-) -> list[str]:
-    """The entries of an allowed-tools list that name no tool the Brain knows of.
-
-    An MCP tool is recognised by the tool prefix of an enabled server in the recipe's scope; a
-    server without a prefix may offer any name, so with one in scope every name is let
-    through, and a pattern is let through whenever an MCP server is in scope.
-    """
-    known = known_tool_names()
-    servers = mcp_servers_in_scope(project, tenant_id)
-    prefixes = [server.tool_prefix for server in servers if server.tool_prefix]
-    open_server = any(not server.tool_prefix for server in servers)
-    unknown = []
-    for entry in entries:
-        name = str(entry)
-        if name in known:
-            continue
-        if GLOB_CHARACTERS & set(name):
-            if any(matches(tool, [name]) for tool in known) or servers:
-                continue
-        elif open_server or any(name.startswith(prefix) for prefix in prefixes):
-            continue
-        unknown.append(name)
-    return unknown
 
 
 class RecipeForm(forms.ModelForm):
@@ -94,22 +47,11 @@ class RecipeForm(forms.ModelForm):
         project = cleaned.get("project")
         tenant = cleaned.get("tenant")
         for field in TOOL_LISTS:
-            entries = cleaned.get(field)
-            if entries in (None, ""):
-                continue
-            if not isinstance(entries, list) or not all(
-                isinstance(entry, str) and entry for entry in entries
-            ):
-                self.add_error(field, 'a JSON list of tool names or patterns, e.g. ["git_*"]')
-                continue
-            unknown = unknown_tool_entries(entries, project, tenant.pk if tenant else None)
-            if unknown:
-                known = ", ".join(sorted(known_tool_names()))
-                self.add_error(
-                    field,
-                    f"unknown tools: {', '.join(unknown)}; known: {known} "
-                    "(MCP tools count when their server, with its tool prefix, is in scope)",
-                )
+            problem = tool_list_problem(cleaned.get(field), project, tenant.pk if tenant else None)
+            if problem:
+                self.add_error(field, problem)
+        if problem := roles_problem(cleaned.get("roles")):
+            self.add_error("roles", problem)
         return cleaned
 
     def clean_scope(self) -> str:
@@ -125,9 +67,26 @@ class RecipeForm(forms.ModelForm):
 @admin.register(Recipe)
 class RecipeAdmin(admin.ModelAdmin):
     form = RecipeForm
-    list_display = ["name", "engine", "scope", "category", "tenant", "project", "updated_at"]
+    list_display = [
+        "name",
+        "engine",
+        "scope",
+        "shadows",
+        "category",
+        "tenant",
+        "project",
+        "updated_at",
+    ]
     list_filter = ["scope", "category", "engine"]
     search_fields = ["name", "title", "description"]
+    readonly_fields = ["shadows"]
+
+    @admin.display(description="shadows")
+    def shadows(self, recipe: Recipe) -> str:
+        """The wider recipes of the same name this one hides in its scope (a project `ford`
+        runs instead of the bundled `ford` for everyone in the project)."""
+        hidden = shadowed_scopes(recipe) if recipe.pk else []
+        return ", ".join(f"{scope} {recipe.name}" for scope in hidden) or "-"
 
     # Bundled recipes are shown but not edited here: the next start would undo the edit.
     def has_change_permission(self, request: HttpRequest, obj: Recipe | None = None) -> bool:

@@ -12,11 +12,13 @@ from rest_framework.response import Response
 
 from engines.registry import get_engine
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
+from recipes_app.writes import API_FIELDS, delete_recipe, shadowed_scopes, write_recipe
 from sessions_app.protocol.outbound import RecipeObject, RecipesData
 from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
-from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
-from vancetope.tenancy.models import Role
-from vancetope.tenancy.services import get_visible_project, visible_projects, visible_tenants
+from vancetope.errors import BadRequest, NotFound
+from vancetope.tenancy.services import visible_projects, visible_tenants
+
+MODEL_FIELDS = {api: model for model, api in API_FIELDS.items()}
 
 
 def recipe_data(recipe: Recipe) -> dict[str, Any]:
@@ -35,6 +37,7 @@ def recipe_data(recipe: Recipe) -> dict[str, Any]:
         "scope": recipe.scope,
         "tenant": recipe.tenant.slug if recipe.tenant else None,
         "projectId": recipe.project.public_id if recipe.project else None,
+        "shadows": shadowed_scopes(recipe),
     }
 
 
@@ -114,27 +117,15 @@ class RecipeViewSet(viewsets.ViewSet):
         request=RecipeInput, responses={201: RecipeObject, **errors(400, 401, 403, 404, 409)}
     )
     def create(self, request: Request) -> Response:
-        data = self._validated(request)
-        owner = self._owner(request, data)
-        if Recipe.objects.filter(name=data["name"], **owner).exists():
-            raise Conflict(
-                f"recipe {data['name']!r} already exists in that scope; PUT to change it"
-            )
-        recipe = Recipe(**owner, name=data["name"])
-        self._apply(recipe, data)
+        recipe = write_recipe(request.user, self._validated(request), create=True)
         return Response(recipe_data(recipe), status=status.HTTP_201_CREATED)
 
     @extend_schema(request=RecipeInput, responses={200: RecipeObject, **errors(400, 401, 403, 404)})
     def update(self, request: Request, name: str) -> Response:
-        data = self._validated(request)
-        if data["name"] != name:
+        fields = self._validated(request)
+        if fields["name"] != name:
             raise BadRequest("the name in the body must match the URL")
-        owner = self._owner(request, data)
-        recipe = Recipe.objects.filter(name=name, **owner).first()
-        if recipe is None:
-            raise NotFound(f"recipe {name!r} not found in that scope")
-        self._apply(recipe, data)
-        return Response(recipe_data(recipe))
+        return Response(recipe_data(write_recipe(request.user, fields, create=False)))
 
     @extend_schema(
         parameters=[
@@ -144,44 +135,14 @@ class RecipeViewSet(viewsets.ViewSet):
         responses={204: None, **errors(400, 401, 403, 404)},
     )
     def destroy(self, request: Request, name: str) -> Response:
-        scope = request.query_params.get("scope", RecipeScope.PROJECT)
-        data = {"scope": scope, "projectId": request.query_params.get("projectId")}
-        owner = self._owner(request, data)
-        deleted, _ = Recipe.objects.filter(name=name, **owner).delete()
-        if not deleted:
-            raise NotFound(f"recipe {name!r} not found in that scope")
+        params = request.query_params
+        scope = params.get("scope", RecipeScope.PROJECT)
+        delete_recipe(request.user, name, scope, params.get("projectId"))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def _validated(self, request: Request) -> dict[str, Any]:
+        """The body as the model's fields (plus scope and projectId)."""
         serializer = RecipeInput(data=request.data)
         serializer.is_valid(raise_exception=True)
-        return dict(serializer.validated_data)
-
-    def _owner(self, request: Request, data: dict[str, Any]) -> dict[str, Any]:
-        """Where the recipe lives; bundled recipes come from recipes.yaml only."""
-        if data.get("scope") not in {RecipeScope.TENANT, RecipeScope.PROJECT}:
-            raise BadRequest("scope must be 'tenant' or 'project' (bundled recipes are read-only)")
-        if not data.get("projectId"):
-            raise BadRequest("projectId is required")
-        project = get_visible_project(request.user, data["projectId"])
-        if data["scope"] == RecipeScope.PROJECT:
-            return {"scope": RecipeScope.PROJECT, "project": project, "tenant": project.tenant}
-        is_admin = project.tenant.memberships.filter(
-            user_id=int(request.user.pk or 0), role=Role.ADMIN
-        ).exists()
-        if not is_admin:
-            raise Forbidden("only tenant admins change tenant recipes")
-        return {"scope": RecipeScope.TENANT, "tenant": project.tenant, "project": None}
-
-    def _apply(self, recipe: Recipe, data: dict[str, Any]) -> None:
-        recipe.engine = data["engine"]
-        recipe.title = data.get("title", "")
-        recipe.description = data.get("description", "")
-        recipe.params = data.get("params", {})
-        recipe.prompt_prefix = data.get("promptPrefix", "")
-        recipe.allowed_tools_add = data.get("allowedToolsAdd", [])
-        recipe.allowed_tools_remove = data.get("allowedToolsRemove", [])
-        recipe.category = data.get("category", RecipeCategory.USER)
-        recipe.roles = data.get("roles", [])
-        recipe.full_clean(validate_constraints=False)
-        recipe.save()
+        data = dict(serializer.validated_data)
+        return {MODEL_FIELDS.get(str(key), str(key)): value for key, value in data.items()}

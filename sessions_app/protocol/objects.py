@@ -129,6 +129,8 @@ class RecipeObject(Outgoing):
     scope: RecipeScope
     tenant: str | None
     projectId: str | None
+    # The wider scopes whose recipe of the same name this one hides ("bundled", "tenant").
+    shadows: list[RecipeScope]
 
 
 # The inbox's kinds and statuses (inbox/models.py InboxKind, InboxStatus), spelled out here so

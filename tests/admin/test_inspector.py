@@ -14,8 +14,8 @@ from processes.actions.create import create_process
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import steer_process
 from processes.models import ThinkProcess
-from recipes_app.admin import known_tool_names
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
+from recipes_app.tool_names import known_tool_names
 from sessions_app.events import emit_event
 from tests.conftest import Tenancy, open_session
 from vancetope.tools.models import McpServer

@@ -259,8 +259,8 @@ def test_another_tenants_process_cannot_be_commanded(alice, bob, verb):
     assert snapshot(bobs.chat_process_id) == before
 
 
-def test_service_processes_are_not_listed_nor_shown(alice):
-    # given a service recipe of the project, and a process spawned from it
+def test_a_service_process_the_user_created_is_listed_shown_and_stopped(alice):
+    # given a service recipe of the project, and a process the user spawned from it
     Recipe.objects.create(
         name="sweeper",
         engine="ford",
@@ -277,10 +277,13 @@ def test_service_processes_are_not_listed_nor_shown(alice):
     listing = api.get("/api/processes")
     by_status = api.get("/api/processes", {"status": "IDLE"})
     detail = api.get(f"/api/processes/{service.public_id}")
-    # then
-    assert listed_ids(listing) == [f"tp_{session.chat_process_id}"]
-    assert service.public_id not in listed_ids(by_status)
-    assert detail.status_code == 404
+    stopped = api.post(f"/api/processes/{service.public_id}/stop")
+    # then it is the user's like any other of their processes
+    assert listed_ids(listing) == [service.public_id, f"tp_{session.chat_process_id}"]
+    assert service.public_id in listed_ids(by_status)
+    assert detail.status_code == 200
+    assert stopped.status_code == 200, stopped.json()
+    assert (stopped.json()["status"], stopped.json()["closeReason"]) == ("CLOSED", "STOPPED")
 
 
 # --- lifecycle -----------------------------------------------------------------------------------

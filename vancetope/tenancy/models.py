@@ -67,8 +67,13 @@ class Project(models.Model):
 
 
 class Role(models.TextChoices):
-    ADMIN = "admin"  # manages the tenant's projects, recipes and members
-    MEMBER = "member"  # works in the projects they are a member of
+    """A role inside a tenant (README "Roles"): on a tenant membership, an admin of the
+    tenant (every project of it, its tenant recipes); on a project membership, an admin of
+    that project (its project recipes); otherwise a member, who works in the projects they
+    are a member of with the recipes the admins made."""
+
+    ADMIN = "admin"
+    MEMBER = "member"
 
 
 class TenantMembership(models.Model):
@@ -92,6 +97,7 @@ class ProjectMembership(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_memberships"
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
 
     class Meta:
         constraints = [
@@ -99,7 +105,7 @@ class ProjectMembership(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.user} in {self.project}"
+        return f"{self.user} in {self.project} ({self.role})"
 
 
 def hash_token(raw: str) -> str:

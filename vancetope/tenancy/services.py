@@ -6,9 +6,17 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from vancetope.errors import NotFound
+from vancetope.errors import Forbidden, NotFound
 from vancetope.ratelimit import TOKEN_FAILURES, check, take
-from vancetope.tenancy.models import ApiToken, Project, Role, Tenant, hash_token
+from vancetope.tenancy.models import (
+    ApiToken,
+    Project,
+    ProjectMembership,
+    Role,
+    Tenant,
+    TenantMembership,
+    hash_token,
+)
 
 AnyUser = AbstractBaseUser | AnonymousUser
 
@@ -82,3 +90,31 @@ def get_visible_project(user: AnyUser, public_id: str) -> Project:
     if project is None:
         raise NotFound(f"project {public_id!r} not found")
     return project
+
+
+def is_tenant_admin(user: AnyUser, tenant_id: int) -> bool:
+    return bool(user.is_authenticated) and (
+        TenantMembership.objects.filter(
+            user_id=int(user.pk or 0), tenant_id=tenant_id, role=Role.ADMIN
+        ).exists()
+    )
+
+
+def is_project_admin(user: AnyUser, project: Project) -> bool:
+    """An admin of the project itself, or of its tenant."""
+    if not user.is_authenticated:
+        return False
+    own = ProjectMembership.objects.filter(
+        user_id=int(user.pk or 0), project=project, role=Role.ADMIN
+    )
+    return own.exists() or is_tenant_admin(user, project.tenant_id)
+
+
+def require_tenant_admin(user: AnyUser, project: Project, what: str) -> None:
+    if not is_tenant_admin(user, project.tenant_id):
+        raise Forbidden(f"only admins of tenant {project.tenant.slug!r} {what}")
+
+
+def require_project_admin(user: AnyUser, project: Project, what: str) -> None:
+    if not is_project_admin(user, project):
+        raise Forbidden(f"only admins of {project.public_id} or its tenant {what}")
