@@ -223,7 +223,7 @@ def test_only_tenant_admins_create_tenant_recipes(alice):
     allowed = alice.api().post("/api/recipes", recipe_body(alice, scope="tenant"), format="json")
     # then
     assert refused.status_code == 403
-    assert refused.json()["message"] == "only tenant admins change tenant recipes"
+    assert refused.json()["message"] == "only admins of tenant 'alice' write tenant recipes"
     assert allowed.status_code == 201
     assert (allowed.json()["scope"], allowed.json()["projectId"]) == ("tenant", None)
     assert ("ford-coding", "tenant") in names(member.get("/api/recipes"))
