@@ -258,6 +258,7 @@ AXES_FAILURE_LIMIT = env_int("VANCETOPE_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(seconds=env_float("VANCETOPE_LOGIN_LOCKOUT_SECONDS", 900.0))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 # The lockout page says what to do instead of the library's bare default.
 AXES_LOCKOUT_TEMPLATE = "webui/locked_out.html"
 
