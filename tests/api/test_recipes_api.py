@@ -243,3 +243,55 @@ def test_a_name_no_recipe_can_have_is_a_json_404(alice):
     response = alice.api().get("/api/recipes/Not_Kebab")
     assert response.status_code == 404
     assert response.json()["error"] == "not-found"
+
+
+def test_unknown_tools_in_a_rest_recipe_are_a_400_naming_the_field(alice):
+    api = alice.api()
+    # when
+    added = api.post(
+        "/api/recipes", recipe_body(alice, allowedToolsAdd=["read_file", "no_such"]), format="json"
+    )
+    removed = api.post(
+        "/api/recipes", recipe_body(alice, allowedToolsRemove=["nope_*"]), format="json"
+    )
+    known = api.post(
+        "/api/recipes", recipe_body(alice, allowedToolsAdd=["read_file", "git_*"]), format="json"
+    )
+    # then the unknown ones are refused as the admin's form refuses them, the known one kept
+    assert added.status_code == 400
+    assert added.json()["message"].startswith("allowedToolsAdd: unknown tools: no_such; known: ")
+    assert removed.status_code == 400
+    assert removed.json()["message"].startswith("allowedToolsRemove: unknown tools: nope_*")
+    assert known.status_code == 201, known.json()
+    assert Recipe.objects.get(name="ford-coding").allowed_tools_add == ["read_file", "git_*"]
+
+
+def test_unknown_engine_roles_in_a_rest_recipe_are_a_400_naming_the_field(alice):
+    response = alice.api().post(
+        "/api/recipes", recipe_body(alice, roles=["tool-prober", "root"]), format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["message"] == (
+        "roles: unknown engine roles: root; known: tool-health-writer, tool-prober"
+    )
+    assert not Recipe.objects.filter(name="ford-coding").exists()
+
+
+def test_a_recipe_says_which_wider_recipes_it_shadows(alice):
+    api = alice.api()
+    # given a tenant recipe, and project recipes of its name and of a bundled one's
+    tenant_made = api.post("/api/recipes", recipe_body(alice, scope="tenant"), format="json")
+    project_made = api.post("/api/recipes", recipe_body(alice), format="json")
+    ford = api.post("/api/recipes", recipe_body(alice, name="ford"), format="json")
+    # then
+    assert tenant_made.json()["shadows"] == []
+    assert project_made.json()["shadows"] == ["tenant"]
+    assert ford.json()["shadows"] == ["bundled"]
+    listed = {(row["name"], row["scope"]): row["shadows"] for row in names_rows(api)}
+    assert listed[("ford", "bundled")] == []
+    assert listed[("ford", "project")] == ["bundled"]
+    assert listed[("ford-coding", "project")] == ["tenant"]
+
+
+def names_rows(api: APIClient) -> list[dict[str, Any]]:
+    return api.get("/api/recipes", {"limit": 200}).json()["results"]

@@ -18,6 +18,7 @@ from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from sessions_app.services import FingerprintData, create_session, system_session
 from tests.conftest import Tenancy
+from vancetope.tenancy.bootstrap import bootstrap
 from vancetope.tenancy.models import ApiToken, Project, ProjectMembership, Role, TenantMembership
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -329,3 +330,22 @@ def test_another_users_process_is_not_found_whatever_the_role(role, alice, bob):
         assert (detail.status_code, stop.status_code) == (404, 404)
         process.refresh_from_db()
         assert process.status == "INIT"
+
+
+def test_the_bootstrap_user_administers_the_default_tenant_and_project(recipes, tmp_path):
+    # given a first run
+    done = bootstrap(tmp_path / "token")
+    token = (tmp_path / "token").read_text().strip()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    user = get_user_model().objects.get(username=done.username)
+    # then the local user is admin of both, and so writes project and tenant recipes
+    assert TenantMembership.objects.get(user=user).role == Role.ADMIN
+    assert ProjectMembership.objects.get(user=user, project=done.project).role == Role.ADMIN
+    for scope in ("project", "tenant"):
+        made = api.post(
+            "/api/recipes",
+            {"name": "mine", "engine": "ford", "scope": scope, "projectId": "proj_default"},
+            format="json",
+        )
+        assert made.status_code == 201, made.json()

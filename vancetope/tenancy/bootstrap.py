@@ -44,8 +44,11 @@ def bootstrap(token_file: Path) -> Bootstrapped:
     if user is None:
         new_password = secrets.token_urlsafe(12)
         user = users.objects.create_superuser(LOCAL_USERNAME, "", new_password)
+    # The first user administers the tenant and its project (README "Roles inside a tenant").
     TenantMembership.objects.get_or_create(user=user, tenant=tenant, defaults={"role": Role.ADMIN})
-    ProjectMembership.objects.get_or_create(user=user, project=project)
+    ProjectMembership.objects.get_or_create(
+        user=user, project=project, defaults={"role": Role.ADMIN}
+    )
 
     existing = token_file.read_text().strip() if token_file.exists() else ""
     written = False
