@@ -60,6 +60,8 @@ LLM_VARIABLES = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
 )
+# The per-user rate limits a bench turns off (Deployment).
+PER_USER_LIMITS = ("VANCETOPE_RATE_CHAT", "VANCETOPE_RATE_PROCESS_CREATE")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -203,6 +205,10 @@ class Deployment:
         self.token = ""
         self._database_created = False
         extra = {"VANCETOPE_LLM": "scripted", "DEBUG": "0", "LOG_LEVEL": "WARNING"}
+        # A bench is one user sending far more than a person may (vancetope/ratelimit.py):
+        # the per-user limits are off unless the environment names them, to measure their cost.
+        for limit in PER_USER_LIMITS:
+            extra[limit] = os.environ.get(limit, "off")
         if runtime != "embedded":
             self.database_url = with_database(_required("DATABASE_URL"), self.tag)
             extra["DATABASE_URL"] = self.database_url
