@@ -144,5 +144,5 @@ def test_schema_describes_every_answer_with_a_real_shape(db):
     assert page["application/json"]["schema"] == {"$ref": "#/components/schemas/ProcessPage"}
     assert components["ProcessPage"]["required"] == ["count", "next", "previous", "results"]
     steer = schema["paths"]["/api/processes/{process_id}/steer"]["post"]["responses"]
-    assert set(steer) == {"200", "400", "401", "404", "409"}
+    assert set(steer) == {"200", "400", "401", "404", "409", "429"}
     assert "/healthz" in schema["paths"]
