@@ -265,7 +265,8 @@ def finish_run(run: RunLog, process: ThinkProcess) -> None:
         "tokens_used": tokens,
         "llm_calls": calls,
         "error": outcome.error,
-        "notifications_sent": 1 if notice else 0,
+        # Beside the approvals its tasks asked for (triggers/approvals.py), counted already.
+        "notifications_sent": F("notifications_sent") + (1 if notice else 0),
     }
     with transaction.atomic():
         if not transitions.finish(run, outcome.status, changes, announce, detail=outcome.error):
@@ -293,6 +294,19 @@ def ask_owner(run: RunLog, process: ThinkProcess) -> InboxItem | None:
 
 def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, str] | None:
     name = run.workflow.name if run.workflow is not None else process.public_id
+    if outcome.status in {RunStatus.COMPLETED, RunStatus.COMPLETED_PARTIAL}:
+        waiting = InboxItem.objects.filter(
+            Q(origin_process=process) | Q(origin_process__root_id=process.pk),
+            kind=InboxKind.APPROVAL,
+            status=InboxStatus.OPEN,
+        ).first()
+        if waiting is not None:
+            return (
+                f"Workflow '{name}' ({run.public_id}) finished with an approval waiting: "
+                f"{waiting.title} (answer {waiting.public_id} in the inbox)",
+                "warning",
+            )
+        return None
     if outcome.status == RunStatus.BLOCKED:
         reasons = "; ".join(reason["reason"] for reason in outcome.blocked)
         asked = InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).first()

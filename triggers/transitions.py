@@ -58,6 +58,9 @@ def finish(
         return False
     for name, value in written.items():
         setattr(run, name, value)
+    counted = [name for name, value in written.items() if hasattr(value, "resolve_expression")]
+    if counted:
+        run.refresh_from_db(fields=counted)  # written as F() sums: their stored values
     RunTransition.objects.create(
         run=run, from_status=RunStatus.RUNNING, to_status=to_status, detail=detail
     )
