@@ -10,8 +10,8 @@ class TriggersConfig(AppConfig):
         # processes/ never imports triggers/: a run hears its processes settle through the
         # listener registry of processes/actions/reports.py.
         # A person's runs are written by the lane's commits, through its wake listeners.
-        from processes.actions.reports import on_process_settled
         from inbox.services import on_item_posted
+        from processes.actions.reports import on_process_settled
         from processes.lane.wakes import on_wake_committed
         from triggers.approvals import item_posted
         from triggers.human_runs import wake_committed
