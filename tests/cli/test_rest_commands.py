@@ -144,9 +144,11 @@ def test_runs_lists_the_runs_of_a_process_with_why_they_stopped(brain, config_di
         assert part in line
     # and --status filters them
     blocked = run_vance(config_dir, "runs", "--process", process_id, "--status", "blocked")
-    assert "Runs (1 of 1)" in blocked.stdout and run_id in blocked.stdout
+    assert "Runs (1 of 1)" in blocked.stdout
+    assert run_id in blocked.stdout
     done = run_vance(config_dir, "runs", "--process", process_id, "--status", "completed")
-    assert "Runs (0 of 0)" in done.stdout and run_id not in done.stdout
+    assert "Runs (0 of 0)" in done.stdout
+    assert run_id not in done.stdout
     # and a filter the Brain refuses is explained
     refused = run_vance(config_dir, "runs", "--process", "12")
     assert refused.returncode == 1
@@ -312,7 +314,8 @@ def test_notifications_lists_the_unread_ones_and_marks_one_or_all_read(brain, co
     assert "Notifications: unread" in listed.stdout
     for row in mine:
         line = next(line for line in listed.stdout.splitlines() if row["id"] in line)
-        assert row["runId"] in line and "warning" in line
+        assert row["runId"] in line
+        assert "warning" in line
     # when one is marked read, it leaves the unread list
     first = mine[0]["id"]
     read = run_vance(config_dir, "notifications", "read", first)

@@ -10,21 +10,19 @@ from inbox.models import InboxKind
 from inbox.services import post_item
 from processes.models import ThinkProcess
 from processes.states import Status
+from sessions_app.models import Session, SessionStatus
 from tests.conftest import open_session as open_service_session
 from tests.conftest import wait_until
 from tests.sessions_app.test_consumer import bearer, connect, open_session
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
 from triggers.models import Notification, RunLog, RunStatus, RunTransition, TriggerType
-from sessions_app.models import Session, SessionStatus
 
 # A ford workflow answers its goal and stays IDLE (it never closes itself).
 IDLE_WORKFLOW = {**REVIEW, "name": "ask", "engine": "ford"}
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_workflow_whose_engine_rests_idle_completes_its_run_and_closes_its_session(
-    alice, script
-):
+def test_a_workflow_whose_engine_rests_idle_completes_its_run_and_closes_its_session(alice, script):
     # given a ford workflow and the answer to its goal
     script([{"engine": "ford", "reply": "Saturn has rings."}])
     workflow_id = create_workflow(alice, IDLE_WORKFLOW)
@@ -78,7 +76,8 @@ async def test_an_approval_asked_by_a_runs_task_notifies_the_owner_and_is_counte
     )
     assert notice["data"]["processId"] == process.public_id
     # it is stored for her, and the run counts it
-    stored = await database_sync_to_async(Notification.objects.get)(pk=int(notice["data"]["id"][4:]))
+    notice_pk = int(notice["data"]["id"].removeprefix("ntf_"))
+    stored = await database_sync_to_async(Notification.objects.get)(pk=notice_pk)
     assert (stored.user_id, stored.run_id) == (alice.user.pk, run.pk)
     await database_sync_to_async(run.refresh_from_db)()
     assert run.notifications_sent == 2
