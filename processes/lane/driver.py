@@ -247,7 +247,9 @@ class Run:
         store in that same transaction, ahead of the run's other events."""
         if self.started:
             return []
+        # Its start is taken before the move is recorded, so that the move falls in the wake.
+        started_at = timezone.now()
         event = lease_transition(self.process, self.lease, Call.TURN, Status.RUNNING)
         self.started = True
-        self.wake = wakes.Wake(self.process, timezone.now())
+        self.wake = wakes.Wake(self.process, started_at)
         return [event]
