@@ -38,7 +38,7 @@ EXPIRED_UNANSWERED = "expired with no answer"
 # Called with each newly posted item, after its commit (triggers/ notifies the owner of a run
 # whose task asks for approval; registered in its AppConfig.ready, so the inbox imports none
 # of it). A listener's failure is logged; the item stays posted.
-PostedListener = Callable[[InboxItem], None]
+PostedListener = Callable[[InboxItem], object]
 _posted_listeners: list[PostedListener] = []
 
 

@@ -300,10 +300,11 @@ def test_notifications_lists_the_unread_ones_and_marks_one_or_all_read(brain, co
         ]
         for t in ("moons", "rings")
     ]
-    for run_id in run_ids:
-        wait_until(
-            lambda run_id=run_id: running.get(f"/api/runs/{run_id}", token)["status"] == "blocked"
-        )
+
+    def all_blocked() -> bool:
+        return all(running.get(f"/api/runs/{r}", token)["status"] == "blocked" for r in run_ids)
+
+    assert wait_until(all_blocked)
     unread = running.get("/api/notifications?unread=true", token)["results"]
     mine = [row for row in unread if row["runId"] in run_ids]
     assert len(mine) == 2

@@ -12,6 +12,7 @@ from processes.actions import steer
 from processes.lane.driver import drive_lane
 from processes.models import ThinkProcess
 from processes.states import Status
+from sessions_app.models import Session
 from tests.conftest import open_session as open_service_session
 from tests.conftest import wait_until
 from tests.sessions_app.test_consumer import bearer, connect, open_session
@@ -59,6 +60,11 @@ async def test_a_chat_turn_over_the_websocket_is_one_completed_user_run_with_its
     await client.ws.disconnect()
 
 
+def chat_process_of(session: Session) -> int:
+    assert session.chat_process_id is not None
+    return session.chat_process_id
+
+
 @pytest.fixture
 def lane_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Wakes are recorded, and the test drives the lane itself."""
@@ -75,19 +81,20 @@ def test_one_wake_over_several_messages_is_one_run_stored_running_then_finished(
 ):
     # given three messages waiting for alice's chat process
     session = open_service_session(alice)
+    chat_id = chat_process_of(session)
     for text in ("one", "two", "three"):
         steer.send_chat(session.pk, text)
     # when the lane drains them in one wake
-    assert drive_lane(session.chat_process_id) == 3
+    assert drive_lane(chat_id) == 3
     # then they are one run of three turns, completed
-    [run] = RunLog.objects.filter(process_id=session.chat_process_id)
+    [run] = RunLog.objects.filter(process_id=chat_id)
     assert (run.status, run.tasks_executed, run.llm_calls) == (RunStatus.COMPLETED, 3, 3)
-    process = ThinkProcess.objects.get(pk=session.chat_process_id)
+    process = ThinkProcess.objects.get(pk=chat_id)
     assert run.tokens_used == process.prompt_tokens + process.completion_tokens
     # and the next message is the next run
     steer.send_chat(session.pk, "four")
-    assert drive_lane(session.chat_process_id) == 1
-    assert RunLog.objects.filter(process_id=session.chat_process_id).count() == 2
+    assert drive_lane(chat_id) == 1
+    assert RunLog.objects.filter(process_id=chat_id).count() == 2
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,12 +104,13 @@ def test_a_wake_whose_provider_fails_is_a_blocked_run_with_why(
     # given a provider script that fails every call
     script([{"error": "boom"}])
     session = open_service_session(alice)
+    chat_id = chat_process_of(session)
     steer.send_chat(session.pk, "hello")
     # when the lane gives up on the message
-    drive_lane(session.chat_process_id)
-    process = ThinkProcess.objects.get(pk=session.chat_process_id)
+    drive_lane(chat_id)
+    process = ThinkProcess.objects.get(pk=chat_id)
     # then the run says how the wake ended: blocked, waiting for the provider, with why
-    [run] = RunLog.objects.filter(process_id=session.chat_process_id)
+    [run] = RunLog.objects.filter(process_id=chat_id)
     assert process.status == Status.BLOCKED
     assert run.status == RunStatus.BLOCKED
     assert run.blocked_reasons == [{"processId": process.public_id, "reason": process.last_error}]
@@ -113,8 +121,10 @@ def test_a_wake_whose_provider_fails_is_a_blocked_run_with_why(
 def test_a_system_sessions_processes_write_no_user_run(alice: Any, lane_here: list[int]):
     # given a system session's chat process
     session = open_service_session(alice, "cron", system=True)
-    if session.chat_process_id is None:
-        pytest.skip("system sessions have no chat process")
+    chat_id = chat_process_of(session)
+    # when it runs a turn
     steer.send_chat(session.pk, "hello")
-    drive_lane(session.chat_process_id)
-    assert not RunLog.objects.filter(trigger_type="user").exists()
+    assert drive_lane(chat_id) == 1
+    # then no run log of a person is written for it (its run is the cron job's)
+    assert ThinkProcess.objects.get(pk=chat_id).llm_calls == 1
+    assert not RunLog.objects.exists()
