@@ -29,7 +29,7 @@ from inbox.models import InboxItem, InboxKind, InboxStatus
 from inbox.services import TITLE_MAX, post_item
 from processes.actions import lifecycle
 from processes.actions.create import create_process
-from processes.models import PendingMessage, ProcessTransition, ThinkProcess
+from processes.models import PendingKind, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
 from sessions_app.events import emit_event
@@ -150,7 +150,7 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
     run_id = params.get(RUN_PARAM)
     if not isinstance(run_id, str) or status not in {Status.BLOCKED, Status.CLOSED, Status.IDLE}:
         return
-    if status == Status.IDLE and not _at_rest(process):
+    if status == Status.IDLE and not at_rest(process):
         return  # it waits for its children's reports, or has more to do
     run = RunLog.objects.select_related("project", "workflow").filter(pk=_pk(run_id)).first()
     if run is None:
@@ -169,13 +169,31 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
         _close_when_open(run.session_id)
 
 
-def _at_rest(process: ThinkProcess) -> bool:
-    """An IDLE process of a run with nothing left to do: no pending message, no open child."""
-    children = ThinkProcess.objects.filter(parent_id=process.pk).exclude(status=Status.CLOSED)
-    return (
-        not children.exists()
-        and not PendingMessage.objects.filter(process_id=process.pk, consumed=False).exists()
-    )
+def at_rest(process: ThinkProcess) -> bool:
+    """An IDLE process of a run with nothing left to do: no unfinished task of its tree, no
+    pending message, no open child, and the report of every child that closed has reached it
+    (a child is CLOSED a moment before its report is delivered)."""
+    tree = (process.engine_state or {}).get("taskTree") or {}
+    if any(node.get("status") in OPEN_TASKS for node in tree.get("nodes", [])):
+        return False
+    if PendingMessage.objects.filter(process_id=process.pk, consumed=False).exists():
+        return False
+    children = list(ThinkProcess.objects.filter(parent_id=process.pk).values_list("pk", "status"))
+    if any(status != Status.CLOSED for _, status in children):
+        return False
+    if not children:
+        return True
+    reported = PendingMessage.objects.filter(
+        process_id=process.pk,
+        kind=PendingKind.PARENT_REPORT,
+        payload__event__in=list(CLOSE_REPORTS),
+    ).values_list("payload__childId", flat=True)
+    return {f"tp_{pk}" for pk, _ in children} <= set(reported)
+
+
+# Task statuses that are not over yet, and the close reasons a parent hears about.
+OPEN_TASKS = frozenset({"PENDING", "RUNNING", "BLOCKED"})
+CLOSE_REPORTS = frozenset({CloseReason.DONE, CloseReason.STOPPED, CloseReason.FAILED})
 
 
 def _wake_blocked(run: RunLog, process: ThinkProcess) -> None:

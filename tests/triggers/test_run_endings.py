@@ -116,3 +116,39 @@ def test_a_question_is_not_an_approval_and_notifies_nobody(alice, monkeypatch):
     process = ThinkProcess.objects.get(pk=session.chat_process_id)
     post_item(process, InboxKind.QUESTION, "Which one?", "")
     assert not Notification.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_run_process_is_at_rest_only_once_every_closed_childs_report_reached_it(
+    alice, monkeypatch
+):
+    # given an IDLE process of a run with one child, not started (its lanes are not run here)
+    from processes.actions.create import create_process
+    from processes.lane import wake
+    from processes.models import PendingKind, PendingMessage
+    from triggers.runs import at_rest
+
+    monkeypatch.setattr(wake, "dispatch_drive", lambda process_id: None)
+    session = open_service_session(alice, "workflow", system=True)
+    parent = create_process(session, goal="g", engine="ford", params={"runId": "run_1"})
+    parent.status = Status.IDLE
+    ThinkProcess.objects.filter(pk=parent.pk).update(status=Status.IDLE)
+    PendingMessage.objects.filter(process=parent).update(consumed=True)
+    child = create_process(session, goal="c", engine="ford", parent=parent, start=False)
+    # then an open child keeps it from rest
+    assert not at_rest(parent)
+    # and a child that closed but whose report has not arrived yet does too
+    ThinkProcess.objects.filter(pk=child.pk).update(status=Status.CLOSED, close_reason="DONE")
+    assert not at_rest(parent)
+    # once its report is there (consumed or not), the parent is at rest
+    PendingMessage.objects.create(
+        process=parent,
+        seq=99,
+        kind=PendingKind.PARENT_REPORT,
+        payload={"childId": child.public_id, "event": "DONE"},
+        consumed=True,
+    )
+    assert at_rest(parent)
+    # but not while a task of its tree is still open
+    parent.engine_state = {"taskTree": {"nodes": [{"id": "n2", "status": "PENDING"}]}}
+    assert not at_rest(parent)
