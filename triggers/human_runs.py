@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from processes.lane.wakes import Wake
@@ -34,7 +34,7 @@ from vancetope.infra import fastsql
 
 # The key of a process's params that names its system run (triggers.runs.RUN_PARAM).
 RUN_PARAM = "runId"
-# The wake's key for its run log (Wake.stored).
+# The wake's key for its run log (Wake.stored): 1 once it is stored `running`.
 STORED = "runLog"
 
 # Notifications sent for a process's run before its run log is stored (an approval posted in
@@ -57,10 +57,11 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
     if process.parent_id is not None:
         _add_to_root_run(process, wake)
         return []
-    run_pk = wake.stored.get(STORED)
+    stored = STORED in wake.stored
     if status == Status.RUNNING:
-        if run_pk is None:
-            wake.stored[STORED] = _insert(wake, facts, RunStatus.RUNNING, {})
+        if not stored:
+            _insert(wake, facts, RunStatus.RUNNING, {})
+            wake.stored[STORED] = 1
         return []
     to_status, changes = outcome(process, status, reason)
     changes.update(
@@ -69,13 +70,13 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         llm_calls=wake.llm_calls,
         finished_at=timezone.now(),
     )
-    if run_pk is None:
-        wake.stored[STORED] = _insert(wake, facts, to_status, changes)
+    if not stored:
+        _insert(wake, facts, to_status, changes)
     else:
         changes["notifications_sent"] = F("notifications_sent") + _unstored_notices.pop(
             process.pk, 0
         )
-        transitions.rest(run_pk, to_status, changes)
+        transitions.rest(_stored_run(wake), to_status, changes)
     return []
 
 
@@ -92,7 +93,8 @@ def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus,
     return RunStatus.COMPLETED, {}
 
 
-def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) -> int:
+def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) -> None:
+    """One INSERT, without RETURNING: a wake finds its run again by its process and start."""
     process = wake.process
     run = RunLog(
         owner_id=facts.owner_id,
@@ -107,8 +109,14 @@ def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) 
         **changes,
     )
     transitions.store(run, status)
-    fastsql.insert([run], returning_pk=True)
-    return int(run.pk)
+    fastsql.insert([run])
+
+
+def _stored_run(wake: Wake) -> QuerySet[RunLog]:
+    """The run this wake stored `running` (the process has one wake at a time)."""
+    return RunLog.objects.filter(
+        process_id=wake.process.pk, trigger_type=TriggerType.USER, started_at=wake.started_at
+    )
 
 
 def _add_to_root_run(process: ThinkProcess, wake: Wake) -> None:

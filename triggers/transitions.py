@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from triggers.models import RunLog, RunStatus, RunTransition
@@ -91,8 +92,9 @@ def store(run: RunLog, status: RunStatus) -> RunLog:
     return run
 
 
-def rest(run_pk: int, to_status: RunStatus, changes: dict[str, Any]) -> bool:
-    """A person's run, running → `to_status`, in place (inside the lane's commit)."""
+def rest(rows: QuerySet[RunLog], to_status: RunStatus, changes: dict[str, Any]) -> bool:
+    """A person's run (the one of `rows`), running → `to_status`, in place (inside the
+    lane's commit)."""
     assert to_status in FINISHED
     written = {**changes, "status": to_status}
-    return RunLog.objects.filter(pk=run_pk, status=RunStatus.RUNNING).update(**written) == 1
+    return rows.filter(status=RunStatus.RUNNING).update(**written) == 1

@@ -28,7 +28,7 @@ class Wake:
     turns: int = 0
     tokens: int = 0
     llm_calls: int = 0
-    # A listener's row of this wake once it stored one (triggers/: its run log's pk).
+    # What a listener keeps of this wake between its commits (triggers/: its run log is stored).
     stored: dict[str, int] = field(default_factory=dict)
 
 
