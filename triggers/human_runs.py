@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import F, QuerySet
+from django.db.models import F
 from django.utils import timezone
 
 from processes.lane.wakes import Wake
@@ -112,11 +112,13 @@ def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) 
     fastsql.insert([run])
 
 
-def _stored_run(wake: Wake) -> QuerySet[RunLog]:
+def _stored_run(wake: Wake) -> dict[str, Any]:
     """The run this wake stored `running` (the process has one wake at a time)."""
-    return RunLog.objects.filter(
-        process_id=wake.process.pk, trigger_type=TriggerType.USER, started_at=wake.started_at
-    )
+    return {
+        "process_id": wake.process.pk,
+        "trigger_type": TriggerType.USER,
+        "started_at": wake.started_at,
+    }
 
 
 def _add_to_root_run(process: ThinkProcess, wake: Wake) -> None:

@@ -24,7 +24,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from triggers.models import RunLog, RunStatus, RunTransition
@@ -92,9 +91,10 @@ def store(run: RunLog, status: RunStatus) -> RunLog:
     return run
 
 
-def rest(rows: QuerySet[RunLog], to_status: RunStatus, changes: dict[str, Any]) -> bool:
-    """A person's run (the one of `rows`), running → `to_status`, in place (inside the
+def rest(which: dict[str, Any], to_status: RunStatus, changes: dict[str, Any]) -> bool:
+    """A person's run (the one `which` names), running → `to_status`, in place (inside the
     lane's commit)."""
     assert to_status in FINISHED
     written = {**changes, "status": to_status}
-    return rows.filter(status=RunStatus.RUNNING).update(**written) == 1
+    running = RunLog.objects.filter(**which, status=RunStatus.RUNNING)
+    return running.update(**written) == 1
