@@ -9,6 +9,7 @@ for it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,10 +27,25 @@ from processes.models import PendingKind, ThinkProcess
 from vancetope.errors import Conflict, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
 
+log = logging.getLogger(__name__)
+
 TITLE_MAX = 200
 # Items one expiry sweep handles; the next sweep takes the rest.
 EXPIRE_BATCH = 500
 EXPIRED_UNANSWERED = "expired with no answer"
+
+
+# Called with each newly posted item, after its commit (triggers/ notifies the owner of a run
+# whose task asks for approval; registered in its AppConfig.ready, so the inbox imports none
+# of it). A listener's failure is logged; the item stays posted.
+PostedListener = Callable[[InboxItem], object]
+_posted_listeners: list[PostedListener] = []
+
+
+def on_item_posted(listener: PostedListener) -> None:
+    """Register `listener` (once; a second registration of the same function is ignored)."""
+    if listener not in _posted_listeners:
+        _posted_listeners.append(listener)
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,13 @@ def post_item(
         expires_at=expires_at,
         default_action=default_action,
     )
-    return transitions.post(item)
+    transitions.post(item)
+    for listener in _posted_listeners:
+        try:
+            listener(item)
+        except Exception:
+            log.exception("%s: a posted listener failed", item.public_id)
+    return item
 
 
 # --- answering -----------------------------------------------------------------------------------

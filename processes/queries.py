@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
@@ -82,24 +83,45 @@ def next_pending(process_id: int, *, unless_interrupted: bool = False) -> Pendin
     return found[0] if found else None
 
 
-# Session id → its chat process. A session's chat process is set once, when the session is
-# created, and never changes, so a lane need not read the session row for it every turn.
-_chat_processes: dict[int, int] = {}
+@dataclass(frozen=True)
+class SessionFacts:
+    """What never changes of a session once it is created: its chat process, whom and which
+    project it is for, and what kind of client it is (run logs of a person's turns read it)."""
+
+    chat_process_id: int | None
+    owner_id: int
+    project_id: int
+    client_type: str
+    is_human: bool
+
+
+# Session id → its facts. A session's chat process is set once, when the session is created,
+# and never changes, so a lane need not read the session row for it every turn.
+_sessions: dict[int, SessionFacts] = {}
 CHAT_PROCESS_CACHE = 10_000
+FACTS = ("chat_process_id", "owner_id", "project_id", "client_type", "is_human")
 
 
-def chat_process_of(session_id: int) -> int | None:
-    found = _chat_processes.get(session_id)
+def session_facts(session_id: int) -> SessionFacts | None:
+    """The session's facts (one statement the first time a worker asks; cached once its chat
+    process is set)."""
+    found = _sessions.get(session_id)
     if found is None:
-        found = fastsql.scalar(
-            Session, "SELECT {chat_process_id} FROM {table} WHERE {id} = %s", [session_id]
-        )
-        if found is not None:
-            if len(_chat_processes) >= CHAT_PROCESS_CACHE:
-                _chat_processes.clear()
-            _chat_processes[session_id] = found
+        rows = fastsql.values(Session, FACTS, "{id} = %s", [session_id])
+        if not rows:
+            return None
+        found = SessionFacts(*rows[0])
+        if found.chat_process_id is not None:
+            if len(_sessions) >= CHAT_PROCESS_CACHE:
+                _sessions.clear()
+            _sessions[session_id] = found
     return found
 
 
+def chat_process_of(session_id: int) -> int | None:
+    facts = session_facts(session_id)
+    return None if facts is None else facts.chat_process_id
+
+
 def forget_chat_process(session_id: int) -> None:
-    _chat_processes.pop(session_id, None)
+    _sessions.pop(session_id, None)

@@ -74,7 +74,8 @@ class RunLogAdmin(admin.ModelAdmin):
         "tasks_executed",
         "tokens_used",
     )
-    list_filter = ("status", "trigger_type", "client_type", "project")
+    list_filter = ("status", "trigger_type", "client_type", "started_at", "project")
+    date_hierarchy = "started_at"
     search_fields = ("process_public_id", "owner__username", "error", "workflow__name")
     inlines = [RunTransitionInline]
 

@@ -62,6 +62,11 @@ class NotificationPage(Page[NotificationObject]):
     """A page of notifications, newest first."""
 
 
+class ReadAllData(serializers.Serializer):
+    marked = serializers.IntegerField(help_text="how many were unread and are read now")
+    unread = serializers.IntegerField(help_text="how many are unread now (0)")
+
+
 class WorkflowTaskInput(Body):
     kind: Literal["WORKER", "USER_INPUT", "AGGREGATE"]
     title: str
@@ -216,3 +221,9 @@ class NotificationViewSet(viewsets.ViewSet):
     def read(self, request: Request, notification_id: str) -> Response:
         notification = notifications.mark_read(request.user, notification_id)
         return Response(notification_data(notification))
+
+    @extend_schema(request=None, responses={200: ReadAllData, **errors(401)})
+    @action(detail=False, methods=["post"], url_path="read-all")
+    def read_all(self, request: Request) -> Response:
+        marked = notifications.mark_all_read(request.user)
+        return Response({"marked": marked, "unread": 0})

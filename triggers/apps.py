@@ -9,7 +9,14 @@ class TriggersConfig(AppConfig):
     def ready(self) -> None:
         # processes/ never imports triggers/: a run hears its processes settle through the
         # listener registry of processes/actions/reports.py.
+        # A person's runs are written by the lane's commits, through its wake listeners.
+        from inbox.services import on_item_posted
         from processes.actions.reports import on_process_settled
+        from processes.lane.wakes import on_wake_committed
+        from triggers.approvals import item_posted
+        from triggers.human_runs import wake_committed
         from triggers.runs import process_settled
 
         on_process_settled(process_settled)
+        on_wake_committed(wake_committed)
+        on_item_posted(item_posted)

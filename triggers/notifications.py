@@ -78,3 +78,12 @@ def mark_read(user: Any, notification_id: str) -> Notification:
         Notification.objects.filter(pk=notification.pk, read_at__isnull=True).update(read_at=now)
         notification.read_at = now
     return notification
+
+
+def mark_all_read(user: Any) -> int:
+    """Mark every unread notification of the user read (now); how many were unread."""
+    return visible_notifications(user).filter(read_at__isnull=True).update(read_at=timezone.now())
+
+
+def unread_count(user: Any) -> int:
+    return visible_notifications(user).filter(read_at__isnull=True).count()

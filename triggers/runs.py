@@ -4,12 +4,14 @@ A run opens its session through `create_session` as every client does (a system 
 owner `_system`, `is_human=false`, `system=true`, no tools; or, for a person's
 `workflow-start`, their own session), creates its process through the ordinary process
 services, and writes a RunLog `running`. Nothing polls or waits for it: the process carries the
-run's id in its params, and when it comes to rest (BLOCKED, or CLOSED) the settled hook of
+run's id in its params, and when it comes to rest (BLOCKED, CLOSED, or IDLE with nothing left
+to do: no pending message, no open child) the settled hook of
 processes/actions/reports.py calls `process_settled` (registered in TriggersConfig.ready),
 which finishes the run log, asks the owner the question a blocked task waits for (a QUESTION
 inbox item), notifies the owner of a run that blocked or failed, and closes a session the run
 opened. A blocked run leaves its session open, so that its process can still be
-answered; that session closes when the process ends.
+answered; when its process comes to rest again the run goes blocked → running (at the time
+the process left BLOCKED) → its real end, and the session it opened closes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from inbox.models import InboxItem, InboxKind, InboxStatus
 from inbox.services import TITLE_MAX, post_item
 from processes.actions import lifecycle
 from processes.actions.create import create_process
-from processes.models import ThinkProcess
+from processes.models import PendingKind, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
 from sessions_app.events import emit_event
@@ -146,8 +148,10 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
     """The settled hook: a process of a run came to rest. Costs nothing for other processes."""
     params = process.engine_params if isinstance(process.engine_params, dict) else {}
     run_id = params.get(RUN_PARAM)
-    if not isinstance(run_id, str) or status not in {Status.BLOCKED, Status.CLOSED}:
+    if not isinstance(run_id, str) or status not in {Status.BLOCKED, Status.CLOSED, Status.IDLE}:
         return
+    if status == Status.IDLE and not at_rest(process):
+        return  # it waits for its children's reports, or has more to do
     run = RunLog.objects.select_related("project", "workflow").filter(pk=_pk(run_id)).first()
     if run is None:
         return
@@ -157,10 +161,54 @@ def process_settled(process: ThinkProcess, status: str, reason: str) -> None:
     if status == Status.BLOCKED:
         # Before the run's finish, so that its notification can name the question.
         ask_owner(run, current)
+    if run.status == RunStatus.BLOCKED:
+        _wake_blocked(run, current)
     if run.status == RunStatus.RUNNING:
         finish_run(run, current)
-    if status == Status.CLOSED and run.owns_session and run.session_id is not None:
+    if status != Status.BLOCKED and run.owns_session and run.session_id is not None:
         _close_when_open(run.session_id)
+
+
+def at_rest(process: ThinkProcess) -> bool:
+    """An IDLE process of a run with nothing left to do: no unfinished task of its tree, no
+    pending message, no open child, and the report of every child that closed has reached it
+    (a child is CLOSED a moment before its report is delivered)."""
+    tree = (process.engine_state or {}).get("taskTree") or {}
+    if any(node.get("status") in OPEN_TASKS for node in tree.get("nodes", [])):
+        return False
+    if PendingMessage.objects.filter(process_id=process.pk, consumed=False).exists():
+        return False
+    children = list(ThinkProcess.objects.filter(parent_id=process.pk).values_list("pk", "status"))
+    if any(status != Status.CLOSED for _, status in children):
+        return False
+    if not children:
+        return True
+    reported = PendingMessage.objects.filter(
+        process_id=process.pk,
+        kind=PendingKind.PARENT_REPORT,
+        payload__event__in=list(CLOSE_REPORTS),
+    ).values_list("payload__childId", flat=True)
+    return {f"tp_{pk}" for pk, _ in children} <= set(reported)
+
+
+# Task statuses that are not over yet, and the close reasons a parent hears about.
+OPEN_TASKS = frozenset({"PENDING", "RUNNING", "BLOCKED"})
+CLOSE_REPORTS = frozenset({CloseReason.DONE, CloseReason.STOPPED, CloseReason.FAILED})
+
+
+def _wake_blocked(run: RunLog, process: ThinkProcess) -> None:
+    """The blocked run's process went on (it was answered) and came to rest again: the run
+    is running again from when its process left BLOCKED."""
+    left = (
+        ProcessTransition.objects.filter(process_id=process.pk, from_status=Status.BLOCKED)
+        .order_by("-at", "-pk")
+        .values_list("at", flat=True)
+        .first()
+    )
+    if left is None or (run.finished_at is not None and left < run.finished_at):
+        return  # still the block the run finished on
+    with transaction.atomic():
+        transitions.wake(run, left, detail=f"{process.public_id} went on")
 
 
 def _pk(run_id: str) -> int:
@@ -203,9 +251,11 @@ def outcome_of(process: ThinkProcess) -> Outcome:
             reason = process.last_error or "waiting for a person"
             blocked = [{"processId": process.public_id, "reason": reason}]
         return Outcome(RunStatus.BLOCKED, executed, blocked, "")
-    if not nodes and process.close_reason == CloseReason.DONE:
+    # A process at rest IDLE with nothing left to do ended its work as one that is done.
+    done = process.close_reason == CloseReason.DONE or process.status == Status.IDLE
+    if not nodes and done:
         executed = 1
-    if process.close_reason == CloseReason.DONE:
+    if done:
         partial = any(node.get("status") in {"FAILED", "SKIPPED"} for node in nodes)
         status = RunStatus.COMPLETED_PARTIAL if partial else RunStatus.COMPLETED
         return Outcome(status, executed, [], "")
@@ -233,7 +283,8 @@ def finish_run(run: RunLog, process: ThinkProcess) -> None:
         "tokens_used": tokens,
         "llm_calls": calls,
         "error": outcome.error,
-        "notifications_sent": 1 if notice else 0,
+        # Beside the approvals its tasks asked for (triggers/approvals.py), counted already.
+        "notifications_sent": F("notifications_sent") + (1 if notice else 0),
     }
     with transaction.atomic():
         if not transitions.finish(run, outcome.status, changes, announce, detail=outcome.error):
@@ -261,6 +312,19 @@ def ask_owner(run: RunLog, process: ThinkProcess) -> InboxItem | None:
 
 def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, str] | None:
     name = run.workflow.name if run.workflow is not None else process.public_id
+    if outcome.status in {RunStatus.COMPLETED, RunStatus.COMPLETED_PARTIAL}:
+        waiting = InboxItem.objects.filter(
+            Q(origin_process=process) | Q(origin_process__root_id=process.pk),
+            kind=InboxKind.APPROVAL,
+            status=InboxStatus.OPEN,
+        ).first()
+        if waiting is not None:
+            return (
+                f"Workflow '{name}' ({run.public_id}) finished with an approval waiting: "
+                f"{waiting.title} (answer {waiting.public_id} in the inbox)",
+                "warning",
+            )
+        return None
     if outcome.status == RunStatus.BLOCKED:
         reasons = "; ".join(reason["reason"] for reason in outcome.blocked)
         asked = InboxItem.objects.filter(origin_process=process, status=InboxStatus.OPEN).first()

@@ -1,18 +1,26 @@
 """The one writer of a run's status, and its table.
 
-| call   | allowed in | result                                             |
-| ------ | ---------- | -------------------------------------------------- |
-| start  | (new run)  | running                                            |
-| finish | running    | completed, completed_partial, blocked or failed    |
+| call   | allowed in | result                                                     |
+| ------ | ---------- | ---------------------------------------------------------- |
+| start  | (new run)  | running                                                    |
+| finish | running    | completed, completed_partial, blocked or failed            |
+| wake   | blocked    | running (its process was answered and went on)             |
+| store  | (new run)  | running or finished: a person's run, by the lane's commit  |
+| rest   | running    | completed, blocked or failed: a person's run, in place     |
 
 `finish` writes the outcome by compare-and-swap on `running` (a run is finished once, however
 many of its processes settle at the same time), records a RunTransition row and announces the
-run; False, and nothing written, if the run was finished already.
+run; False, and nothing written, if the run was finished already. `wake` takes a blocked run
+back to running the same way, so that its real end is recorded after it (blocked → running →
+completed). A person's run (trigger `user`) is written inside the commit of its process's turn
+and records no RunTransition rows (its record is its process's transitions): `store` and
+`rest` are its two writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -50,8 +58,43 @@ def finish(
         return False
     for name, value in written.items():
         setattr(run, name, value)
+    counted = [name for name, value in written.items() if hasattr(value, "resolve_expression")]
+    if counted:
+        run.refresh_from_db(fields=counted)  # written as F() sums: their stored values
     RunTransition.objects.create(
         run=run, from_status=RunStatus.RUNNING, to_status=to_status, detail=detail
     )
     announce(run)
     return True
+
+
+def wake(run: RunLog, at: datetime, detail: str = "") -> bool:
+    """blocked → running (at `at`, when its process left BLOCKED), inside the caller's
+    transaction; False, and nothing written, unless the run was blocked."""
+    moved = RunLog.objects.filter(pk=run.pk, status=RunStatus.BLOCKED).update(
+        status=RunStatus.RUNNING, finished_at=None
+    )
+    if moved != 1:
+        return False
+    run.status, run.finished_at = RunStatus.RUNNING, None
+    RunTransition.objects.create(
+        run=run, from_status=RunStatus.BLOCKED, to_status=RunStatus.RUNNING, detail=detail, at=at
+    )
+    return True
+
+
+def store(run: RunLog, status: RunStatus) -> RunLog:
+    """A person's new run, as the lane's commit is about to INSERT it: `running`, or already
+    finished by the commit that ends its only turn."""
+    assert status == RunStatus.RUNNING or status in FINISHED
+    run.status = status
+    return run
+
+
+def rest(which: dict[str, Any], to_status: RunStatus, changes: dict[str, Any]) -> bool:
+    """A person's run (the one `which` names), running → `to_status`, in place (inside the
+    lane's commit)."""
+    assert to_status in FINISHED
+    written = {**changes, "status": to_status}
+    running = RunLog.objects.filter(**which, status=RunStatus.RUNNING)
+    return running.update(**written) == 1

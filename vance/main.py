@@ -24,6 +24,7 @@ from vance.inbox import answer_from_text, answered_text, inbox_table
 from vance.lines import LineRouter
 from vance.render import (
     engines_table,
+    notifications_table,
     process_table,
     recipes_table,
     runs_table,
@@ -170,6 +171,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return not_yet("Run logs", listing)
 
 
+def cmd_notifications(args: argparse.Namespace) -> int:
+    api = BrainApi(load_config())
+    if args.notifications_command == "read":
+        marked = api.post(f"notifications/{args.notification_id}/read")
+        out.print(f"Read {marked['id']}.")
+        return EXIT_OK
+    if args.notifications_command == "read-all":
+        reply = api.post("notifications/read-all")
+        out.print(f"Marked {reply['marked']} read.")
+        return EXIT_OK
+    rows, count = api.results(
+        "notifications", unread="true" if args.unread else None, limit=args.limit
+    )
+    kind = "unread" if args.unread else "all"
+    out.print(notifications_table(rows, f"Notifications: {kind} ({len(rows)} of {count})"))
+    return EXIT_OK
+
+
 def cmd_inbox(args: argparse.Namespace) -> int:
     api = BrainApi(load_config())
     if args.inbox_command == "answer":
@@ -256,6 +275,19 @@ def build_parser() -> argparse.ArgumentParser:
     dismiss = inbox_commands.add_parser("dismiss", help="put an inbox item away unanswered")
     dismiss.add_argument("item_id", metavar="inb_N")
     inbox.set_defaults(run=cmd_inbox)
+
+    notifications = commands.add_parser(
+        "notifications", help="list notifications, mark one or all read"
+    )
+    notifications.add_argument("--unread", action="store_true", help="only the unread ones")
+    notifications.add_argument("--limit", type=int, default=50)
+    notification_commands = notifications.add_subparsers(
+        dest="notifications_command", metavar="read|read-all"
+    )
+    read = notification_commands.add_parser("read", help="mark a notification read")
+    read.add_argument("notification_id", metavar="ntf_N")
+    notification_commands.add_parser("read-all", help="mark every notification read")
+    notifications.set_defaults(run=cmd_notifications)
     return parser
 
 

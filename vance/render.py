@@ -105,6 +105,23 @@ def runs_table(runs: list[dict[str, Any]], title: str = "Runs") -> Table:
     return table
 
 
+def notifications_table(rows: list[dict[str, Any]], title: str = "Notifications") -> Table:
+    """Notifications, newest first: unread ones marked with a dot."""
+    table = Table(title=title, title_justify="left")
+    for column in ("", "id", "level", "at", "run", "text"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            "" if row.get("read") else "●",
+            row.get("id", ""),
+            row.get("level", ""),
+            (row.get("createdAt") or "")[:19].replace("T", " "),
+            row.get("runId") or "",
+            row.get("text", ""),
+        )
+    return table
+
+
 def error_text(data: dict[str, Any]) -> Text:
     return Text(
         f"[{data.get('code')}] {data.get('error')}: {data.get('message')}", style="bold red"

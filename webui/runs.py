@@ -1,6 +1,7 @@
-"""The run-log page of the web UI: the user's runs on a timeline (newest first, each a bar
-from its start to its finish, or to now while it runs) and their notifications, read through
-the services /api/runs and /api/notifications use."""
+"""The run-log pages of the web UI: the user's runs on a timeline (newest first, each a bar
+from its start to its finish, or to now while it runs) and their notifications (with the
+unread count, marked read one by one or all at once); and one run's page, its own timeline
+(triggers/timeline.py). Read through the services /api/runs and /api/notifications use."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -16,7 +17,8 @@ from django.views.decorators.http import require_POST
 from triggers import notifications, runs
 from triggers.models import RunStatus, TriggerType
 from triggers.presenters import notification_data, run_data
-from vancetope.errors import BadRequest, BrainError
+from triggers.timeline import run_timeline
+from vancetope.errors import BadRequest, BrainError, NotFound
 
 RUN_LIMIT = 100
 NOTIFICATION_LIMIT = 20
@@ -65,6 +67,7 @@ def runs_page(request: HttpRequest) -> HttpResponse:
     context = {
         "runs": timeline(rows),
         "notifications": [notification_data(row) for row in listed],
+        "unread": notifications.unread_count(request.user),
         "statuses": RunStatus.values,
         "triggers": TriggerType.values,
         "status": status,
@@ -82,4 +85,30 @@ def notification_read(request: HttpRequest, notification_id: str) -> HttpRespons
         notifications.mark_read(request.user, notification_id)
     except BrainError as exc:
         messages.error(request, exc.message)
+    return redirect("webui:runs")
+
+
+@login_required
+def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
+    try:
+        run = runs.get_visible_run(request.user, run_id)
+    except NotFound as exc:
+        # The same answer for "no such run" and "another tenant's": nothing leaks.
+        raise Http404(exc.message) from exc
+    context = {
+        "run": {
+            **run_data(run),
+            "workflowName": run.workflow.name if run.workflow else "",
+        },
+        "timeline": run_timeline(run),
+        "mode": "runs",
+    }
+    return render(request, "webui/run_detail.html", context)
+
+
+@login_required
+@require_POST
+def notifications_read_all(request: HttpRequest) -> HttpResponse:
+    marked = notifications.mark_all_read(request.user)
+    messages.success(request, f"Marked {marked} read.")
     return redirect("webui:runs")

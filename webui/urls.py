@@ -16,6 +16,8 @@ urlpatterns = [
     path("interactive/", views.interactive, name="interactive"),
     path("inbox/", views.inbox_page, name="inbox"),
     path("runs/", runs.runs_page, name="runs"),
+    path("runs/<str:run_id>", runs.run_page, name="run"),
+    path("notifications/read-all", runs.notifications_read_all, name="notifications-read-all"),
     path(
         "notifications/<str:notification_id>/read",
         runs.notification_read,

@@ -15,6 +15,7 @@ from django.utils import timezone
 from processes import transitions
 from processes.actions.pending import append_own_turns
 from processes.lane import lease as lanes
+from processes.lane import wakes
 from processes.lane.context import Prepared
 from processes.lane.wake import start_later
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
@@ -48,7 +49,11 @@ def ended_status(prepared: Prepared, default: Status) -> tuple[Status, str]:
 
 
 def commit_turn(
-    process: ThinkProcess, lease: lanes.Lease, prepared: Prepared, message: PendingMessage
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    prepared: Prepared,
+    message: PendingMessage,
+    wake: wakes.Wake | None = None,
 ) -> PendingMessage | None:
     """Store the turn's messages, usage, engine state (and params, if the engine changed
     them) and events, and consume the pending message, in one transaction that holds only if
@@ -56,7 +61,7 @@ def commit_turn(
 
     Returns the next message to run. When there is none (or an interrupt is waiting, or the
     engine ended the process), the same transaction ends the run: the process leaves RUNNING
-    and the lane is let go."""
+    and the lane is let go. The wake's listeners hear of the commit in it (`wake`)."""
     ctx, events = prepared.ctx, prepared.events
     now = timezone.now()
     # A turn that commits clears the error of earlier failed attempts, or names its own.
@@ -99,6 +104,10 @@ def commit_turn(
             outcome, reason = ended_status(prepared, Status.IDLE)
             assert outcome in TURN_OUTCOMES
             end_run(process, lease, outcome, reason, prepared)
+        if wake is not None:
+            status = Status.RUNNING if upcoming is not None else process.status
+            for heard in wakes.committed(wake, status, process.close_reason, ctx.usage):
+                events.emit_after_commit(heard)
         events.flush()
     process.conversation_length += added
     process.consumed_count += 1

@@ -11,6 +11,7 @@ import time
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from engines import messages
 from engines.base import ThinkEngine
@@ -19,6 +20,7 @@ from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
+from processes.lane import wakes
 from processes.lane.boundary import TurnInterrupted, interrupt_is_fresh
 from processes.lane.commit import commit_turn, lease_transition
 from processes.lane.context import Prepared, build_context, engine_of
@@ -127,12 +129,14 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             continue
         failures = 0
         turns += 1
-        message = commit_turn(process, lease, prepared, message)
+        message = commit_turn(process, lease, prepared, message, run.wake)
     if process.status == Status.RUNNING:
         # Interrupted between deltas: the message stays pending, the caller gets the lane.
         with transaction.atomic():
-            event = lease_transition(process, lease, Call.TURN_END, Status.IDLE)
-            emit_events(process.session_id, [event])
+            events = [lease_transition(process, lease, Call.TURN_END, Status.IDLE)]
+            if run.wake is not None:
+                events += wakes.committed(run.wake, Status.IDLE, "")
+            emit_events(process.session_id, events)
     elif run.started:
         report_to_parent(process, process.status, process.close_reason)
     return turns
@@ -215,6 +219,8 @@ def _leave_run(
         events = run.start()
         events.append(notice)
         events.append(lease_transition(process, lease, Call.TURN_END, to_status, reason))
+        if run.wake is not None:
+            events += wakes.committed(run.wake, to_status, reason)
         emit_events(process.session_id, events)
     report_to_parent(process, to_status, reason)
 
@@ -233,12 +239,17 @@ class Run:
         self.process = process
         self.lease = lease
         self.started = False
+        # What the wake listeners hear of this run (set when it moves to RUNNING).
+        self.wake: wakes.Wake | None = None
 
     def start(self) -> list[Event]:
         """Inside a transaction: move to RUNNING unless done; returns the status event to
         store in that same transaction, ahead of the run's other events."""
         if self.started:
             return []
+        # Its start is taken before the move is recorded, so that the move falls in the wake.
+        started_at = timezone.now()
         event = lease_transition(self.process, self.lease, Call.TURN, Status.RUNNING)
         self.started = True
+        self.wake = wakes.Wake(self.process, started_at)
         return [event]

@@ -142,6 +142,13 @@ def test_runs_lists_the_runs_of_a_process_with_why_they_stopped(brain, config_di
     line = next(line for line in runs.stdout.splitlines() if run_id in line)
     for part in (f"workflow {workflow_id}", process_id, "blocked", "waiting for input: Which"):
         assert part in line
+    # and --status filters them
+    blocked = run_vance(config_dir, "runs", "--process", process_id, "--status", "blocked")
+    assert "Runs (1 of 1)" in blocked.stdout
+    assert run_id in blocked.stdout
+    done = run_vance(config_dir, "runs", "--process", process_id, "--status", "completed")
+    assert "Runs (0 of 0)" in done.stdout
+    assert run_id not in done.stdout
     # and a filter the Brain refuses is explained
     refused = run_vance(config_dir, "runs", "--process", "12")
     assert refused.returncode == 1
@@ -275,3 +282,52 @@ def test_chat_without_a_brain_exits_4(tmp_path: Path):
     code, output = chat_exit(config)
     assert code == 4
     assert f"Cannot reach the Brain at {server}" in output
+
+
+def test_notifications_lists_the_unread_ones_and_marks_one_or_all_read(brain, config_dir: Path):
+    # given two workflow runs that block on their questions, each notifying the user
+    running, token, _ = brain
+    workflow = {
+        "name": "asks-twice",
+        "goal": "Ask about ${input.topic}",
+        "inputs": ["topic"],
+        "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "Which ${input.topic}?"}],
+    }
+    workflow_id = post_json(running, "/api/workflows", token, workflow)["id"]
+    run_ids = [
+        post_json(running, f"/api/workflows/{workflow_id}/run", token, {"input": {"topic": t}})[
+            "runId"
+        ]
+        for t in ("moons", "rings")
+    ]
+
+    def all_blocked() -> bool:
+        return all(running.get(f"/api/runs/{r}", token)["status"] == "blocked" for r in run_ids)
+
+    assert wait_until(all_blocked)
+    unread = running.get("/api/notifications?unread=true", token)["results"]
+    mine = [row for row in unread if row["runId"] in run_ids]
+    assert len(mine) == 2
+    # when vance lists the unread notifications
+    listed = run_vance(config_dir, "notifications", "--unread")
+    # then both are there, with their runs
+    assert listed.returncode == 0, listed.stderr
+    assert "Notifications: unread" in listed.stdout
+    for row in mine:
+        line = next(line for line in listed.stdout.splitlines() if row["id"] in line)
+        assert row["runId"] in line
+        assert "warning" in line
+    # when one is marked read, it leaves the unread list
+    first = mine[0]["id"]
+    read = run_vance(config_dir, "notifications", "read", first)
+    assert (read.returncode, read.stdout.strip()) == (0, f"Read {first}.")
+    assert first not in run_vance(config_dir, "notifications", "--unread").stdout
+    # and read-all marks the rest
+    done = run_vance(config_dir, "notifications", "read-all")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Marked ")
+    assert running.get("/api/notifications?unread=true", token)["count"] == 0
+    # an unknown one is a clear 404
+    missing = run_vance(config_dir, "notifications", "read", "ntf_999999")
+    assert missing.returncode == 1
+    assert "not found" in missing.stderr

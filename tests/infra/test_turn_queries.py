@@ -25,6 +25,7 @@ from processes.queries import forget_chat_process
 from processes.states import Status
 from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session
+from triggers.models import RunLog
 from vancetope.tools.models import ToolHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -36,6 +37,7 @@ TRANSITION = ProcessTransition._meta.db_table
 SESSION = Session._meta.db_table
 EVENT = SessionEvent._meta.db_table
 HEALTH = ToolHealth._meta.db_table
+RUN = RunLog._meta.db_table
 
 # send_chat: one transaction (BEGIN and COMMIT are round trips too, and counted).
 CHAT = [
@@ -72,6 +74,9 @@ LANE = [
     f"SELECT {PENDING}",  # any more work (unless an interrupt waits)?
     f"UPDATE {PROCESS}",  # RUNNING -> IDLE, lease let go
     f"INSERT {TRANSITION}",  # its record
+    # the person's run log (trigger user), stored finished by the commit that ends the run:
+    # the one statement a run log costs a turn (triggers/human_runs.py)
+    f"INSERT {RUN}",
     f"UPDATE {SESSION}",  # the events' seqs
     f"INSERT {EVENT}",  # the held deltas, the answer's chat-message, process-status IDLE
     "COMMIT",
@@ -82,8 +87,8 @@ FIRST_LANE = [*LANE[:10], f"SELECT {CONVERSATION}", *LANE[10:]]
 
 # Statements per vendor: (the chat, the lane). The same today on both.
 COUNTS = {
-    "sqlite": {"first chat": (6, 21), "next chat": (5, 20)},
-    "postgresql": {"first chat": (6, 21), "next chat": (5, 20)},
+    "sqlite": {"first chat": (6, 22), "next chat": (5, 21)},
+    "postgresql": {"first chat": (6, 22), "next chat": (5, 21)},
 }
 
 
@@ -152,3 +157,9 @@ def test_a_chat_turn_runs_the_counted_statements(chat):
     )
     assert shapes(chatting) == CHAT
     assert shapes(driving) == LANE
+    # and each turn is one run of alice's, completed
+    runs = RunLog.objects.order_by("pk")
+    assert [(r.trigger_type, r.status, r.tasks_executed) for r in runs] == [
+        ("user", "completed", 1),
+        ("user", "completed", 1),
+    ]

@@ -94,3 +94,35 @@ def test_notifications_are_listed_and_marked_read_and_another_tenants_is_a_404(a
     # and bob can neither read nor list them
     assert bob.api().post(f"/api/notifications/{second.public_id}/read").status_code == 404
     assert bob.api().get("/api/notifications").json()["count"] == 0
+
+
+def test_all_notifications_are_marked_read_at_once_and_only_the_callers(alice, bob):
+    # given three unread notifications of alice's and one of bob's
+    mine = [notify(alice.user, alice.project, f"n{i}", "info") for i in range(3)]
+    theirs = notify(bob.user, bob.project, "theirs", "info")
+    api = alice.api()
+    api.post(f"/api/notifications/{mine[0].public_id}/read")
+    # when she marks all read
+    response = api.post("/api/notifications/read-all")
+    # then the two that were unread are read now, and none is left unread
+    assert response.status_code == 200, response.json()
+    assert response.json() == {"marked": 2, "unread": 0}
+    assert ids(api.get("/api/notifications?unread=true")) == []
+    assert ids(api.get("/api/notifications?unread=false")) == [n.public_id for n in reversed(mine)]
+    # bob's stays unread
+    assert ids(bob.api().get("/api/notifications?unread=true")) == [theirs.public_id]
+    # and without a login it is a 401
+    from rest_framework.test import APIClient
+
+    assert APIClient().post("/api/notifications/read-all").status_code == 401
+
+
+def test_notifications_are_paginated_newest_first(alice):
+    made = [notify(alice.user, alice.project, f"n{i}", "info") for i in range(5)]
+    first = alice.api().get("/api/notifications?unread=true&limit=2")
+    assert first.status_code == 200, first.json()
+    page = first.json()
+    assert page["count"] == 5
+    assert [row["id"] for row in page["results"]] == [made[4].public_id, made[3].public_id]
+    second = alice.api().get(page["next"]).json()
+    assert [row["id"] for row in second["results"]] == [made[2].public_id, made[1].public_id]

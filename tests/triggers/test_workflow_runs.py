@@ -172,7 +172,7 @@ def test_the_owner_answers_a_blocked_runs_question_and_its_process_goes_on_to_th
     )
     assert answered.json()["delivered"] is True
     # then the process finishes with her answer as the node's result, and the session the run
-    # opened is closed; the run log still says how the run itself ended
+    # opened is closed; the run log shows its real end: blocked, running again, completed
     process = wait_until(
         lambda: ThinkProcess.objects.filter(pk=run.process_id, status=Status.CLOSED).first()
     )
@@ -180,4 +180,16 @@ def test_the_owner_answers_a_blocked_runs_question_and_its_process_goes_on_to_th
     assert "the rings" in process.engine_state["taskTree"]["nodes"][1]["result"]
     assert wait_until(lambda: Session.objects.get(pk=run.session_id).status == SessionStatus.CLOSED)
     run.refresh_from_db()
-    assert run.status == RunStatus.BLOCKED
+    assert run.status == RunStatus.COMPLETED
+    assert (run.tasks_executed, run.tasks_blocked, run.blocked_reasons) == (2, 0, [])
+    moves = list(RunTransition.objects.filter(run=run))
+    assert [(t.from_status, t.to_status) for t in moves] == [
+        ("", "running"),
+        ("running", "blocked"),
+        ("blocked", "running"),
+        ("running", "completed"),
+    ]
+    # the run went on when its process left BLOCKED, not when it finished
+    left = process.transitions.filter(from_status=Status.BLOCKED).latest("at")
+    assert moves[2].at == left.at
+    assert moves[1].at <= moves[2].at <= moves[3].at

@@ -89,3 +89,71 @@ def test_notifications_are_listed_and_marked_read_from_the_runs_page(alice):
     # then it is read, and the page no longer offers it
     assert Notification.objects.get(pk=notification.pk).read_at is not None
     assert "Mark read" not in client.get(reverse("webui:runs")).content.decode()
+
+
+def test_the_runs_page_counts_unread_notifications_and_marks_all_read(alice, bob):
+    # given two unread notifications of alice's and one of bob's
+    for text in ("one", "two"):
+        notify(alice.user, alice.project, text, "info")
+    theirs = notify(bob.user, bob.project, "theirs", "info")
+    client = logged_in(alice)
+    page = client.get(reverse("webui:runs")).content.decode()
+    assert 'data-unread="2"' in page
+    # when she marks all read
+    after = client.post(reverse("webui:notifications-read-all"), follow=True).content.decode()
+    # then none of hers is unread, the page says so, and bob's is untouched
+    assert 'data-unread="0"' in after
+    assert "Marked 2 read." in after
+    assert not Notification.objects.filter(user=alice.user, read_at__isnull=True).exists()
+    assert Notification.objects.get(pk=theirs.pk).read_at is None
+
+
+def test_a_runs_page_draws_its_transitions_and_its_processes_on_a_timeline(alice):
+    # given a run that blocked and then went on to complete, of alice's process
+    from processes.models import ProcessTransition
+    from tests.conftest import open_session
+    from triggers.models import RunTransition
+
+    session = open_session(alice)
+    started = timezone.now() - timedelta(minutes=10)
+    run = a_run(
+        alice,
+        RunStatus.COMPLETED,
+        10,
+        process=session.chat_process,
+        process_public_id=f"tp_{session.chat_process_id}",
+    )
+    run.finished_at = started + timedelta(minutes=10)
+    run.save()
+    for minute, (old, new) in enumerate(
+        [("", "running"), ("running", "blocked"), ("blocked", "running"), ("running", "completed")]
+    ):
+        moved = started + timedelta(minutes=minute * 2 + (2 if new == "completed" else 0))
+        RunTransition.objects.create(run=run, from_status=old, to_status=new, at=moved)
+    ProcessTransition.objects.create(
+        process_id=session.chat_process_id,
+        call="turn",
+        from_status="IDLE",
+        to_status="RUNNING",
+        at=started + timedelta(minutes=1),
+    )
+    # when alice opens the run's page
+    response = logged_in(alice).get(reverse("webui:run", args=[run.public_id]))
+    # then the run's lane has a bar per span (running 0-2, blocked 2-4, running 4-8 minutes of
+    # the ten), and her process's lane its RUNNING span from minute 1 to the end
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'data-lane="' + run.public_id + '"' in page
+    assert 'data-status="running" style="left: 0.00%; width: 20.00%"' in page
+    assert 'data-status="blocked" style="left: 20.00%; width: 20.00%"' in page
+    assert 'data-status="running" style="left: 40.00%; width: 40.00%"' in page
+    assert f'data-lane="tp_{session.chat_process_id}"' in page
+    assert 'data-status="RUNNING" style="left: 10.00%; width: 90.00%"' in page
+    assert "blocked → running" in page
+    # and a run that does not exist is a 404
+    assert logged_in(alice).get(reverse("webui:run", args=["run_99999"])).status_code == 404
+
+
+def test_another_users_run_page_is_a_404(alice, bob):
+    run = a_run(alice, RunStatus.COMPLETED, 5)
+    assert logged_in(bob).get(reverse("webui:run", args=[run.public_id])).status_code == 404

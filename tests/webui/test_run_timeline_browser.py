@@ -1,0 +1,169 @@
+"""The run pages in a real browser (Debian's Chromium, driven by Playwright) against a real
+Brain OS process: a chat turn is a `user` run whose page draws its timeline; notifications
+show their unread count and are marked all read. Screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import wait_until
+from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+PASSWORD = "pw-run-timeline"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+FINGERPRINT = {"machineId": "timeline-machine", "workingDir": "/srv/timeline"}
+ASKS = {
+    "name": "asks",
+    "goal": "Ask about ${input.topic}",
+    "inputs": ["topic"],
+    "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "Which ${input.topic}?"}],
+}
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser tests need Debian's Chromium at /usr/bin/chromium", allow_module_level=True
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Brain, str]]:
+    var_dir = tmp_path_factory.mktemp("timeline-brain")
+    env = brain_env(var_dir, VANCETOPE_LLM="scripted")
+    token = bootstrap(env)
+    subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.contrib.auth import get_user_model; "
+            "user = get_user_model().objects.get(username='local'); "
+            f"user.set_password({PASSWORD!r}); user.save()",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    running = Brain(env, free_port())
+    yield running, token
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def page(brain: tuple[Brain, str]) -> Iterator[Any]:
+    running, _ = brain
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=running.url)
+        context.set_default_timeout(20_000)
+        tab = context.new_page()
+        tab.goto("/accounts/login/")
+        tab.fill("#id_username", "local")
+        tab.fill("#id_password", PASSWORD)
+        tab.click("button[type=submit]")
+        expect(tab.locator("h1")).to_have_text("Think processes")
+        yield tab
+        browser.close()
+
+
+def post_json(running: Brain, path: str, token: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        f"{running.url}{path}",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+
+
+def test_a_chat_turn_is_a_user_run_whose_page_draws_its_timeline(page, brain):
+    # given a chat turn over a real socket
+    running, token = brain
+    client = running.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        chat_id = created["data"]["chatProcessId"]
+        client.request("chat", {"text": "hello timeline"})
+        client.event("chat-message", role="assistant")
+    finally:
+        client.close()
+
+    def stored_run() -> dict[str, Any] | None:
+        found = running.get(f"/api/runs?process={chat_id}", token)["results"]
+        return found[0] if found and found[0]["status"] == "completed" else None
+
+    run = wait_until(stored_run)
+    assert run is not None
+    # when the runs page is opened, the run is listed as a user run; its link opens its page
+    page.goto("/runs/")
+    card = page.locator(f"li.run[data-run={run['id']}]")
+    expect(card).to_contain_text("user")
+    expect(card).to_contain_text("cli")
+    card.locator(f"a[href='/runs/{run['id']}']").click()
+    # then the page draws the run's lane and its process's lane, with a RUNNING bar
+    expect(page.locator("h1")).to_contain_text(run["id"])
+    expect(page.locator("#run")).to_have_attribute("data-status", "completed")
+    expect(page.locator(f".lane[data-lane={run['id']}] .bar")).to_have_count(1)
+    running_bar = page.locator(f".lane[data-lane={chat_id}] .bar[data-status=RUNNING]")
+    expect(running_bar).to_have_count(1)
+    box = running_bar.bounding_box()
+    assert box is not None
+    assert box["width"] > 0
+    assert box["height"] > 0
+    # and its moments: the turn's move to RUNNING and back, and what was said
+    moments = page.locator("#moments")
+    expect(moments).to_contain_text("IDLE → RUNNING")
+    expect(moments).to_contain_text("RUNNING → IDLE")
+    expect(moments).to_contain_text("user: hello timeline")
+    expect(moments).to_contain_text("assistant: echo: hello timeline")
+    expect(page.locator("#run-counts")).to_contain_text("1 tasks done")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "webui-run-timeline.png"), full_page=True)
+
+
+def test_a_blocked_runs_notification_is_counted_unread_and_marked_all_read(page, brain):
+    # given a workflow run that blocks on its question, which notifies the user
+    running, token = brain
+    workflow_id = post_json(running, "/api/workflows", token, ASKS)["id"]
+    started = post_json(
+        running, f"/api/workflows/{workflow_id}/run", token, {"input": {"topic": "moons"}}
+    )
+    run_id = started["runId"]
+    wait_until(lambda: running.get(f"/api/runs/{run_id}", token)["status"] == "blocked")
+    unread = running.get("/api/notifications?unread=true", token)["count"]
+    assert unread >= 1
+    # when the runs page is opened
+    page.goto("/runs/")
+    # then it counts the unread notifications, and the run's page shows its blocked lane
+    expect(page.locator("#unread-count")).to_have_text(f"{unread} unread")
+    expect(page.locator("#notifications")).to_contain_text(f"({run_id}) is blocked")
+    page.goto(f"/runs/{run_id}")
+    expect(page.locator(f".lane[data-lane={run_id}] .bar[data-status=running]")).to_have_count(1)
+    expect(page.locator("#moments")).to_contain_text("running → blocked")
+    # when all are marked read
+    page.goto("/runs/")
+    page.click("#read-all")
+    # then none is unread, here and over REST
+    expect(page.locator("#unread-count")).to_have_text("0 unread")
+    expect(page.locator("#read-all")).to_have_count(0)
+    assert running.get("/api/notifications?unread=true", token)["count"] == 0
+    assert re.search(r"Marked \d+ read\.", page.locator("main").inner_text())

@@ -1,0 +1,154 @@
+"""Run logs of a person's sessions (trigger `user`): one run is one wake of a process of a human
+session (client type cli, web, desktop or mobile), from the turn that moves it to RUNNING until
+it rests IDLE, BLOCKED or CLOSED.
+
+The lane tells `wake_committed` inside each commit of the wake (processes/lane/wakes.py), so
+the run log costs the turn one statement and no transaction of its own: a run of one turn (a
+chat turn) is INSERTed already finished by the commit that ends it; a run of several turns is
+INSERTed `running` by its first commit and UPDATEd in place by the one that ends it. Its
+record is the process's own transitions and turns (RunTransition rows are for system runs,
+whose status changes after the fact); a person's run sends no `run` event either, as their
+session sees the process move already.
+
+Children of a person's process have no run of their own: what a child spends (turns, tokens,
+LLM calls) is added to the latest run of its root process when the child's wake ends, so the
+run that spawned the work counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+
+from processes.lane.wakes import Wake
+from processes.models import ThinkProcess
+from processes.queries import session_facts
+from processes.states import CloseReason, Status
+from sessions_app.models import HUMAN_CLIENT_TYPES
+from sessions_app.protocol.outbound import Event
+from triggers import transitions
+from triggers.models import RunLog, RunStatus, TriggerType
+from vancetope.infra import fastsql
+
+# The key of a process's params that names its system run (triggers.runs.RUN_PARAM).
+RUN_PARAM = "runId"
+# The wake's key for its run log (Wake.stored): 1 once it is stored `running`.
+STORED = "runLog"
+
+# Notifications sent for a process's run before its run log is stored (an approval posted in
+# the run's first turn): the commit that stores the run counts them. Per worker, as the turn
+# that posts them runs in this worker's lane.
+_unstored_notices: dict[int, int] = {}
+
+
+def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
+    """The wake listener: store or finish the run log of a person's process."""
+    process = wake.process
+    params = process.engine_params
+    if isinstance(params, dict) and RUN_PARAM in params:
+        return []  # the process of a system (or workflow) run: triggers.runs logs it
+    if status == Status.RUNNING and process.parent_id is not None:
+        return []
+    facts = session_facts(process.session_id)
+    if facts is None or not facts.is_human or facts.client_type not in HUMAN_CLIENT_TYPES:
+        return []
+    if process.parent_id is not None:
+        _add_to_root_run(process, wake)
+        return []
+    stored = STORED in wake.stored
+    if status == Status.RUNNING:
+        if not stored:
+            _insert(wake, facts, RunStatus.RUNNING, {})
+            wake.stored[STORED] = 1
+        return []
+    to_status, changes = outcome(process, status, reason)
+    changes.update(
+        tasks_executed=wake.turns,
+        tokens_used=wake.tokens,
+        llm_calls=wake.llm_calls,
+        finished_at=timezone.now(),
+    )
+    if not stored:
+        _insert(wake, facts, to_status, changes)
+    else:
+        changes["notifications_sent"] = F("notifications_sent") + _unstored_notices.pop(
+            process.pk, 0
+        )
+        transitions.rest(_stored_run(wake), to_status, changes)
+    return []
+
+
+def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus, dict[str, Any]]:
+    """What a person's run ended as: completed at rest (IDLE, or done), blocked with its
+    reasons, failed with its error."""
+    if status == Status.BLOCKED:
+        why = process.last_error or "waiting for a person"
+        reasons = [{"processId": process.public_id, "reason": why}]
+        return RunStatus.BLOCKED, {"tasks_blocked": 1, "blocked_reasons": reasons}
+    if status == Status.CLOSED and reason != CloseReason.DONE:
+        error = process.last_error or f"{process.public_id} ended {reason}"
+        return RunStatus.FAILED, {"error": error}
+    return RunStatus.COMPLETED, {}
+
+
+def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) -> None:
+    """One INSERT, without RETURNING: a wake finds its run again by its process and start."""
+    process = wake.process
+    run = RunLog(
+        owner_id=facts.owner_id,
+        project_id=facts.project_id,
+        session_id=process.session_id,
+        client_type=facts.client_type,
+        trigger_type=TriggerType.USER,
+        process_id=process.pk,
+        process_public_id=process.public_id,
+        started_at=wake.started_at,
+        notifications_sent=_unstored_notices.pop(process.pk, 0),
+        **changes,
+    )
+    transitions.store(run, status)
+    fastsql.insert([run])
+
+
+def _stored_run(wake: Wake) -> dict[str, Any]:
+    """The run this wake stored `running` (the process has one wake at a time)."""
+    return {
+        "process_id": wake.process.pk,
+        "trigger_type": TriggerType.USER,
+        "started_at": wake.started_at,
+    }
+
+
+def _add_to_root_run(process: ThinkProcess, wake: Wake) -> None:
+    """A child's wake ended: its work counts in its root's latest run (one statement)."""
+    root = process.root_id or process.parent_id
+    latest = RunLog.objects.filter(process_id=root, trigger_type=TriggerType.USER).order_by("-pk")
+    RunLog.objects.filter(pk__in=latest.values("pk")[:1]).update(
+        tasks_executed=F("tasks_executed") + wake.turns,
+        tokens_used=F("tokens_used") + wake.tokens,
+        llm_calls=F("llm_calls") + wake.llm_calls,
+    )
+
+
+def count_notice(process: ThinkProcess) -> RunLog | None:
+    """A notification was sent for a task of this process of a person's session: count it in
+    the run it belongs to (its root's running or latest run), or, when that run is not stored
+    yet (its first turn is still going), with the commit that stores it. The run, if stored."""
+    root = process.root_id or process.pk
+    latest = (
+        RunLog.objects.filter(process_id=root, trigger_type=TriggerType.USER)
+        .order_by("-pk")
+        .select_related("project")
+        .first()
+    )
+    running = ThinkProcess.objects.filter(pk=root, status=Status.RUNNING).exists()
+    if running and (latest is None or latest.status != RunStatus.RUNNING):
+        _unstored_notices[root] = _unstored_notices.get(root, 0) + 1
+        return None
+    if latest is None:
+        return None
+    RunLog.objects.filter(pk=latest.pk).update(notifications_sent=F("notifications_sent") + 1)
+    latest.notifications_sent += 1
+    return latest
