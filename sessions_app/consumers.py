@@ -30,6 +30,7 @@ from recipes_app.services import effective_recipes
 from sessions_app import bound, services
 from sessions_app.consumer_auth import UNAUTHENTICATED, RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
+from sessions_app.consumer_undo import UndoFrames
 from sessions_app.consumer_workflows import WorkflowFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
@@ -82,7 +83,9 @@ class _Steer:
     message: str
 
 
-class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocketConsumer):
+class BrainConsumer(
+    InboxFrames, WorkflowFrames, UndoFrames, RevocableSocket, AsyncWebsocketConsumer
+):
     session_id: int | None = None
     last_seq = 0
     _steering: asyncio.Task[None] | None = None
@@ -319,7 +322,9 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
     async def on_chat(self, frame: p.Chat) -> None:
         steered = await call_service(steering.send_chat, self._bound_session_id(), frame.data.text)
         data = out.PendingData(
-            processId=f"tp_{steered.message.process_id}", pending=steered.pending
+            processId=f"tp_{steered.message.process_id}",
+            pending=steered.pending,
+            seq=steered.message.seq,
         )
         await self.send_model(out.ChatAccepted(replyTo=frame.id, data=data))
 
@@ -399,7 +404,9 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
                         await self.send_error(steer.request_id, error)
                     continue
                 for steer, result in zip(run, steered, strict=True):
-                    data = out.PendingData(processId=steer.public_id, pending=result.pending)
+                    data = out.PendingData(
+                        processId=steer.public_id, pending=result.pending, seq=result.message.seq
+                    )
                     await self.send_model(out.ProcessSteered(replyTo=steer.request_id, data=data))
 
     async def _steers_applied(self) -> None:
