@@ -44,13 +44,13 @@ def unsend_message(process_id: int, seq: int, *, user: Any = None) -> PendingMes
             if message.undone_at is not None and message.consumed_fence is None:
                 raise Conflict(f"cannot unsend {what}: it was unsent already")
             raise Conflict(
-                f"cannot unsend {what}: a turn has answered it; send process-undo to take "
-                "that turn back"
+                f"cannot unsend {what}: a turn has answered it; undo that turn instead "
+                f"(process-undo, or POST /api/processes/{process.public_id}/undo)"
             )
         if _in_the_lanes_hands(row, message):
             raise Conflict(
-                f"cannot unsend {what}: a turn is answering it now; send process-undo once "
-                "it is done"
+                f"cannot unsend {what}: a turn is answering it now; undo that turn once it "
+                "is done (process-undo)"
             )
         by = user if user is not None and user.is_authenticated else None
         PendingMessage.objects.filter(pk=message.pk).update(
