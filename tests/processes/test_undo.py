@@ -13,6 +13,7 @@ from inbox.models import InboxItem, InboxStatus
 from inbox.services import do_answer
 from processes.actions import lifecycle, steer
 from processes.actions.undo import undo_turn
+from processes.admin import UNDONE_STYLE
 from processes.models import (
     ConversationMessage,
     PendingKind,
@@ -243,3 +244,20 @@ def test_undo_of_a_paused_process_leaves_it_paused(alice, script):
     undone = undo_turn(pk, user=alice.user)
     assert (undone.text, undone.process.status) == ("one", Status.PAUSED)
     assert PendingMessage.objects.filter(process_id=pk, kind=PendingKind.USER).count() == 1
+
+
+def test_the_admin_shows_undone_messages_greyed_with_who_undid_them_and_when(
+    alice, script, operator
+):
+    script([{"reply": "ack"}])
+    session = open_session(alice)
+    pk = session.chat_process_id
+    chat(session, "kept")
+    chat(session, "taken back")
+    undo_turn(pk, user=alice.user)
+    page = operator.get(f"/admin/processes/thinkprocess/{pk}/change/").content.decode()
+    greyed = f'<span class="undone" style="{UNDONE_STYLE}">taken back</span>'
+    assert greyed in page
+    assert "by user-alice at " in page
+    # the standing messages are shown as they are
+    assert "<p>kept</p>" in page
