@@ -94,10 +94,7 @@ def check_human(process: ThinkProcess, call: str = "undo") -> None:
 
 def visible_process(process_id: int, user: Any) -> ThinkProcess:
     """The process (with its session) if `user` may see it (None: any, for the admin)."""
-    try:
-        process = load_process(process_id)
-    except NotFound:
-        raise NotFound(f"process tp_{process_id} not found") from None
+    process = load_process(process_id)
     if user is not None and not is_visible(process, user):
         raise NotFound(f"process tp_{process_id} not found")
     return process
