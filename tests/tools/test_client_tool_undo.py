@@ -31,8 +31,7 @@ async def test_a_client_tool_call_of_an_undone_turn_is_listed_as_not_undone(alic
     assert (note["kind"], note["id"]) == ("client-tool", call_id)
     assert "run_shell" in note["text"]
     # and its tool-call event is no longer replayed
-    replayed = await database_sync_to_async(
-        lambda: list(SessionEvent.objects.filter(event="tool-call").values_list("undone", flat=True))
-    )()
+    calls = SessionEvent.objects.filter(event="tool-call")
+    replayed = await database_sync_to_async(lambda: list(calls.values_list("undone", flat=True)))()
     assert replayed == [True]
     await client.ws.disconnect()
