@@ -31,7 +31,9 @@ from processes.lane.wake import wake_lane
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.queries import has_work, is_visible, load_process
 from processes.states import Call, Status, check_call
+from sessions_app.events import emit_event
 from sessions_app.models import HUMAN_CLIENT_TYPES, SessionEvent
+from sessions_app.protocol.outbound import TaskTreeEvent, event
 from vancetope.errors import Conflict, NotFound
 from vancetope.infra import fastsql
 
@@ -203,6 +205,12 @@ def _take_back(
             detail=f"turn on message #{target.seq} undone by {who} ({hidden} messages)",
             now=now,
         )
+        tree = snapshot["engineState"].get("taskTree")
+        if isinstance(tree, dict) and tree != process.engine_state.get("taskTree"):
+            # Clients draw the task tree as it is again.
+            emit_event(
+                process.session_id, *event(TaskTreeEvent(processId=process.public_id, tree=tree))
+            )
     return Undone(process, target.seq, target.text, hidden, [], dismissed, not_undone)
 
 

@@ -5,10 +5,17 @@ nothing changes."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import pytest
+from typing_extensions import override
 
+from engines import registry
+from engines.base import Contract, ThinkEngine
+from engines.capabilities import ProcessView
+from engines.context import ThinkEngineContext
+from engines.messages import PendingMessage as Message
 from inbox.models import InboxItem, InboxStatus
 from inbox.services import do_answer
 from processes.actions import lifecycle, steer
@@ -22,6 +29,7 @@ from processes.models import (
     ThinkProcess,
 )
 from processes.states import CloseReason, Status
+from recipes_app.models import Recipe, RecipeScope
 from sessions_app.models import Session, SessionEvent
 from sessions_app.services import FingerprintData, create_session
 from tests.conftest import Tenancy, open_session, wait_until
@@ -261,3 +269,49 @@ def test_the_admin_shows_undone_messages_greyed_with_who_undid_them_and_when(
     assert "by user-alice at " in page
     # the standing messages are shown as they are
     assert "<p>kept</p>" in page
+
+
+class Planner(ThinkEngine):
+    """Test engine: each message adds a node to its task tree (and says nothing)."""
+
+    name = "undo-planner"
+    title = "Planner"
+    description = "Test engine: one task-tree node per message."
+    version = "1.0.0"
+    contract: ClassVar[Contract] = Contract(goal="wait for orders")
+
+    @override
+    def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
+        process.engine_state = {}
+
+    @override
+    def steer(self, process: ProcessView, ctx: ThinkEngineContext, message: Message) -> None:
+        nodes = list((process.engine_state.get("taskTree") or {}).get("nodes", []))
+        nodes.append({"id": f"n{len(nodes) + 1}", "title": message.text, "status": "DONE"})
+        tree = {"rootId": "n1", "nodes": nodes}
+        process.engine_state = {"taskTree": tree}
+        ctx.events.task_tree(tree)
+
+
+@pytest.fixture
+def planner(recipes: None) -> Iterator[str]:
+    engine = Planner()
+    registry._registry[engine.name] = engine
+    Recipe.objects.get_or_create(
+        name=engine.name, scope=RecipeScope.BUNDLED, defaults={"engine": engine.name}
+    )
+    yield engine.name
+    registry._registry.pop(engine.name, None)
+
+
+def test_an_undo_sends_the_task_tree_as_it_was_before_the_turn(alice, planner):
+    session = chat_session(alice, planner)
+    pk = session.chat_process_id
+    chat(session, "plan")
+    chat(session, "replan")
+    undo_turn(pk, user=alice.user)
+    trees = SessionEvent.objects.filter(session_id=session.pk, event="task-tree", undone=False)
+    last = trees.order_by("seq").last()
+    assert last is not None
+    assert [node["title"] for node in last.data["tree"]["nodes"]] == ["plan"]
+    assert ThinkProcess.objects.get(pk=pk).engine_state["taskTree"] == last.data["tree"]
