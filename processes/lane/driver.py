@@ -99,7 +99,8 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     while message is not None:
         prepared = prepare(engine, process, keeper, run)
         prepared.events.skip_repeats(announced_for(message))
-        snapshot = snapshots.before_turn(process, message, prepared.params_found)
+        if not failures:  # a retry keeps the state as it was before the first attempt
+            snapshot = snapshots.before_turn(process, message, prepared.params_found)
         try:
             engine.steer(process, prepared.ctx, typed(message))
         except TurnInterrupted:
