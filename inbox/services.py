@@ -23,6 +23,7 @@ from inbox.answers import SHAPES, checked_answer, field_error, rendered
 from inbox.models import InboxItem, InboxKind, InboxStatus
 from inbox.transitions import InboxCall
 from processes.actions.pending import deliver
+from processes.actions.undo import TakenBack
 from processes.models import PendingKind, ThinkProcess
 from vancetope.errors import Conflict, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
@@ -261,3 +262,24 @@ def expire_due_items(now: datetime | None = None) -> int:
             detail=text,
         )
     return expired
+
+
+# --- undo ----------------------------------------------------------------------------------------
+
+
+def take_back_items(process: ThinkProcess, since: datetime, by: Any) -> TakenBack:
+    """An undo of the process's turn (processes/actions/undo.py): the items it posted since
+    the turn began that are still OPEN are dismissed; answered ones stay, and say so."""
+    taken = TakenBack()
+    posted = InboxItem.objects.filter(origin_process_id=process.pk, created_at__gte=since)
+    for item in posted.select_related("project").order_by("pk"):
+        if item.status == InboxStatus.OPEN and transitions.apply(
+            item, InboxCall.DISMISS, by=by, detail=f"the turn of {process.public_id} was undone"
+        ):
+            taken.dismissed.append(item.public_id)
+            continue
+        item.refresh_from_db(fields=["status"])
+        if item.status == InboxStatus.ANSWERED:
+            text = f"{item.public_id} was answered already; the answer stays"
+            taken.not_undone.append({"kind": "inbox-item", "id": item.public_id, "text": text})
+    return taken

@@ -55,9 +55,15 @@ class PendingInline(ReadOnlyInline):
         "consumed",
         "consumed_at",
         "consumed_fence",
+        "undone_at",
+        "undone_by",
         "created_at",
     )
     ordering = ["seq"]
+
+
+# How the admin shows a message an undo took back: greyed and struck through.
+UNDONE_STYLE = "color:#8a94a3;text-decoration:line-through"
 
 
 class ConversationInline(ReadOnlyInline):
@@ -65,11 +71,29 @@ class ConversationInline(ReadOnlyInline):
     fields = readonly_fields = (
         "index",
         "role",
-        "content",
+        "message",
         "tool_calls",
         "created_at",
+        "undone",
     )
     ordering = ["index"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[ConversationMessage]:
+        return super().get_queryset(request).select_related("undone_by")
+
+    @admin.display(description="content")
+    def message(self, row: ConversationMessage) -> SafeString:
+        if row.undone_at is None:
+            return format_html("{}", row.content)
+        return format_html('<span class="undone" style="{}">{}</span>', UNDONE_STYLE, row.content)
+
+    @admin.display(description="undone")
+    def undone(self, row: ConversationMessage) -> str:
+        """Who took the message back with an undo, and when (empty if it stands)."""
+        if row.undone_at is None:
+            return ""
+        who = row.undone_by.get_username() if row.undone_by is not None else "the admin"
+        return f"by {who} at {row.undone_at:%Y-%m-%d %H:%M:%S}"
 
 
 class TransitionInline(ReadOnlyInline):

@@ -12,9 +12,17 @@ from processes import queries
 from processes.actions import lifecycle
 from processes.actions.steer import steer_as
 from processes.actions.task_tree import cancel_task_node
+from processes.actions.undo import undo_turn
+from processes.actions.unsend import unsend_message
 from processes.presenters import process_data, process_detail
 from processes.states import Status
-from sessions_app.protocol.outbound import PendingData, ProcessDetail, ProcessObject
+from sessions_app.protocol.outbound import (
+    PendingData,
+    ProcessDetail,
+    ProcessObject,
+    ProcessUndoneData,
+    ProcessUnsentData,
+)
 from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
 from vancetope.errors import BadRequest, NotFound
 from vancetope.ids import parse_public_id, parse_whole_number
@@ -134,8 +142,42 @@ class ProcessViewSet(viewsets.ViewSet):
         if refused is not None:
             raise refused
         return Response(
-            PendingData(processId=process.public_id, pending=steered[0].pending).model_dump()
+            PendingData(
+                processId=process.public_id,
+                pending=steered[0].pending,
+                seq=steered[0].message.seq,
+            ).model_dump()
         )
+
+    @extend_schema(request=None, responses={200: ProcessUndoneData, **errors(401, 404, 409)})
+    @action(detail=True, methods=["post"])
+    def undo(self, request: Request, process_id: str) -> Response:
+        """Take back the process's last turn on a person's message (as `process-undo`)."""
+        pk = parse_public_id("tp", process_id, "process")
+        undone = undo_turn(pk, user=request.user)
+        body = {"process": process_data(undone.process), "undone": undone.data()}
+        return Response(ProcessUndoneData.model_validate(body).model_dump())
+
+    @extend_schema(
+        operation_id="processes_message_unsend",
+        request=None,
+        responses={200: ProcessUnsentData, **errors(400, 401, 404, 409)},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"messages/(?P<seq>[^/]+)/unsend",
+        url_name="message-unsend",
+    )
+    def unsend(self, request: Request, process_id: str, seq: str) -> Response:
+        """Withdraw a pending message no turn has read yet (as `process-unsend`)."""
+        pk = parse_public_id("tp", process_id, "process")
+        number = parse_whole_number(seq)
+        if not number:
+            raise BadRequest(f"seq must be a message number from 1, not {seq!r}")
+        message = unsend_message(pk, number, user=request.user)
+        body = ProcessUnsentData(processId=f"tp_{message.process_id}", seq=message.seq)
+        return Response(body.model_dump())
 
     @extend_schema(
         operation_id="processes_task_tree_node_cancel",

@@ -6,6 +6,7 @@ every server process.
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -114,6 +115,19 @@ class PendingMessage(models.Model):
     consumed_at = models.DateTimeField(null=True, blank=True)
     # The lease fence of the turn that consumed it: proves it was consumed once, by whom.
     consumed_fence = models.PositiveBigIntegerField(null=True, blank=True)
+    # A USER message's turn, as it was before the turn (engineState, engineParams,
+    # conversationLength, at), written by the commit that consumed it; an undo puts it back.
+    # Only the newest VANCETOPE_UNDO_KEEP_TURNS of a process are kept (processes/actions/undo.py).
+    undo_snapshot = models.JSONField(null=True, blank=True)
+    # Set when its turn was undone, or when it was unsent before any turn read it.
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -132,7 +146,8 @@ class PendingMessage(models.Model):
 
 
 class ConversationMessage(models.Model):
-    """One message of a process's conversation; turns append, nothing rewrites history."""
+    """One message of a process's conversation; turns append, nothing rewrites history (an
+    undo only marks messages undone)."""
 
     process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="conversation")
     index = models.PositiveIntegerField()
@@ -141,6 +156,15 @@ class ConversationMessage(models.Model):
     tool_calls = models.JSONField(default=list, blank=True)
     tool_call_id = models.CharField(max_length=100, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # Taken back by an undo: kept, but no longer sent to the LLM or shown to clients.
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
 
     class Meta:
         ordering = ["process", "index"]

@@ -33,8 +33,11 @@ def process_data(process: ThinkProcess) -> dict[str, Any]:
 
 
 def process_detail(process: ThinkProcess, *, messages_limit: int | None = None) -> dict[str, Any]:
-    """The process with its task tree, pending count, last error and conversation."""
-    conversation = ConversationMessage.objects.filter(process_id=process.pk).order_by("-index")
+    """The process with its task tree, pending count, last error and conversation (without
+    the messages an undo took back)."""
+    conversation = ConversationMessage.objects.filter(
+        process_id=process.pk, undone_at__isnull=True
+    ).order_by("-index")
     if messages_limit is not None:
         conversation = conversation[:messages_limit]
     rows = sorted(conversation, key=lambda row: row.index)

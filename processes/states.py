@@ -41,6 +41,8 @@ class Call(StrEnum):
     STEER = "steer"
     STOP = "stop"
     RESET = "reset"
+    # Take back the last turn of a person's message (processes/actions/undo.py).
+    UNDO = "undo"
     # Internal: the lane begins a turn on a woken process, and ends it.
     TURN = "turn"
     TURN_END = "turn-end"
@@ -74,6 +76,8 @@ TRANSITIONS: dict[Call, Rule] = {
         Status.INIT,
         closed_reasons=frozenset({CloseReason.STOPPED, CloseReason.FAILED}),
     ),
+    # A BLOCKED process goes IDLE (what it waited for was the undone turn's); others stay.
+    Call.UNDO: Rule(frozenset({Status.IDLE, Status.PAUSED, Status.BLOCKED}), None),
     Call.TURN: Rule(frozenset({Status.IDLE, Status.BLOCKED}), Status.RUNNING),
     Call.TURN_END: Rule(frozenset({Status.RUNNING}), None),
     Call.EXPIRE: Rule(ALL - {Status.CLOSED}, Status.CLOSED),

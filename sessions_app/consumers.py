@@ -7,10 +7,7 @@ joined the group, or lost in transit) is filled from the database before the new
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from autobahn.exception import Disconnected
@@ -30,6 +27,8 @@ from recipes_app.services import effective_recipes
 from sessions_app import bound, services
 from sessions_app.consumer_auth import RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
+from sessions_app.consumer_steers import SteerFrames, as_brain_error
+from sessions_app.consumer_undo import UndoFrames
 from sessions_app.consumer_workflows import WorkflowFrames
 from sessions_app.events import events_since, group_name
 from sessions_app.models import Session
@@ -54,15 +53,6 @@ LIFECYCLE_REPLIES = {
 }
 
 
-def as_brain_error(exc: Exception, what: str) -> BrainError:
-    """The error a client is told: a BrainError as it is; anything else is logged here and
-    reported as an internal error."""
-    if isinstance(exc, BrainError):
-        return exc
-    log.error(what, exc_info=exc)
-    return BrainError("internal error; see the Brain's log")
-
-
 def fingerprint_of(model: p.Fingerprint | None) -> services.FingerprintData | None:
     if model is None:
         return None
@@ -74,22 +64,16 @@ def fingerprint_of(model: p.Fingerprint | None) -> services.FingerprintData | No
     )
 
 
-@dataclass(frozen=True)
-class _Steer:
-    request_id: str | None
-    public_id: str
-    pk: int
-    message: str
-
-
-class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocketConsumer):
+class BrainConsumer(
+    SteerFrames,
+    InboxFrames,
+    WorkflowFrames,
+    UndoFrames,
+    RevocableSocket,
+    AsyncWebsocketConsumer,
+):
     session_id: int | None = None
     last_seq = 0
-    _steering: asyncio.Task[None] | None = None
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._steers: list[_Steer] = []
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """As channels' own, without its hop to a thread to close old database connections
@@ -325,7 +309,9 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
             steering.send_chat, self._bound_session_id(), frame.data.text, user=self.user
         )
         data = out.PendingData(
-            processId=f"tp_{steered.message.process_id}", pending=steered.pending
+            processId=f"tp_{steered.message.process_id}",
+            pending=steered.pending,
+            seq=steered.message.seq,
         )
         await self.send_model(out.ChatAccepted(replyTo=frame.id, data=data))
 
@@ -380,41 +366,6 @@ class BrainConsumer(InboxFrames, WorkflowFrames, RevocableSocket, AsyncWebsocket
         await self.send_model(
             out.Process(replyTo=frame.id, data=out.ProcessDetailData(process=detail))
         )
-
-    async def on_process_steer(self, frame: p.ProcessSteer) -> None:
-        """Queued: the socket reads on while a batch is applied (see _apply_steers)."""
-        pk = parse_public_id("tp", frame.data.processId, "process")
-        self._steers.append(_Steer(frame.id, frame.data.processId, pk, frame.data.message))
-        if self._steering is None or self._steering.done():
-            self._steering = asyncio.ensure_future(self._apply_steers())
-
-    async def _apply_steers(self) -> None:
-        """Apply the queued steers in order. Steers that arrive while one batch is applied go
-        together in the next, one transaction per run of steers to the same process; each
-        still gets its own reply (or error), in order."""
-        while self._steers:
-            batch, self._steers = self._steers, []
-            for pk, same_process in itertools.groupby(batch, key=lambda steer: steer.pk):
-                run = list(same_process)
-                refused: BrainError | None
-                try:
-                    steered, refused = await call_service(
-                        steering.steer_as, self.user, pk, [steer.message for steer in run]
-                    )
-                except Exception as exc:
-                    steered, refused = [], as_brain_error(exc, "steer failed")
-                for steer, result in zip(run, steered, strict=False):
-                    data = out.PendingData(processId=steer.public_id, pending=result.pending)
-                    await self.send_model(out.ProcessSteered(replyTo=steer.request_id, data=data))
-                # Steers over the user's limit (429), or all of a run that failed, not queued.
-                for steer in run[len(steered) :]:
-                    assert refused is not None
-                    await self.send_error(steer.request_id, refused)
-
-    async def _steers_applied(self) -> None:
-        """Wait until the queued steers are applied: a frame after them sees their effect."""
-        if self._steering is not None:
-            await asyncio.shield(self._steering)
 
     async def on_process_list(self, frame: p.ProcessList) -> None:
         def listing() -> list[dict[str, Any]]:

@@ -195,7 +195,9 @@ def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEven
 def events_since(
     session_id: int, since_seq: int, until_seq: int | None = None
 ) -> list[SessionEvent]:
-    events = SessionEvent.objects.filter(session_id=session_id, seq__gt=since_seq)
+    """The stored events after `since_seq` (and before `until_seq`), but those of an undone
+    turn (processes/actions/undo.py): a replay never shows what was taken back."""
+    events = SessionEvent.objects.filter(session_id=session_id, seq__gt=since_seq, undone=False)
     if until_seq is not None:
         events = events.filter(seq__lt=until_seq)
     return list(events.order_by("seq"))

@@ -108,6 +108,8 @@ class SessionEvent(models.Model):
     event = models.CharField(max_length=50)
     data = models.JSONField(default=dict)
     created_at = models.DateTimeField(default=timezone.now)
+    # Part of a turn that was undone: kept, but left out of replays (events_since).
+    undone = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["session", "seq"]

@@ -93,6 +93,7 @@ class ChatClient:
         self.background: set[asyncio.Task[None]] = set()
         self.close_code: int | None = None
         self._receiver: asyncio.Task[None] | None = None
+        self.sent: tuple[int, str] | None = None  # the last chat message: its seq and text
 
     # --- the whole run ---------------------------------------------------------------------------
 
@@ -435,3 +436,5 @@ class ChatClient:
                 continue
             if reply["type"] == "error":
                 self.printer.line(error_text(reply["data"]))
+            else:  # what /unsend takes back (processes/undo frames, vance/slash.py)
+                self.sent = (reply["data"]["seq"], line)

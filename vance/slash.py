@@ -18,6 +18,8 @@ HELP = """\
 /processes [STATUS]    the processes of this session
 /tree [tp_N]           a process's task tree now (default: the last one that changed)
 /steer tp_N TEXT       send a steering message to a process
+/undo [tp_N]           take back the last turn (default: the chat's); your message comes back
+/unsend [SEQ]          withdraw a message not answered yet (default: the last one you sent)
 /pause [tp_N]          pause a process (default: the chat process)
 /resume [tp_N]         resume a paused, suspended or drifted process
 /stop [tp_N]           stop a process for good
@@ -37,6 +39,16 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
     chat_process = chat.printer.chat_process_id
     if name in {"quit", "exit", "q"}:
         return EXIT_OK
+    if name in {"undo", "unsend"}:
+        text = ""
+        try:
+            text = await (
+                undo(chat, rest or chat_process or "") if name == "undo" else unsend(chat, rest)
+            )
+        finally:
+            # The reader waits for this answer before it opens the next input line.
+            chat.router.put_back(text)
+        return None
     if name == "help":
         chat.printer.line(Text(HELP))
     elif name == "session":
@@ -109,6 +121,49 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
     else:
         chat.printer.line(Text(f"unknown command /{name}; /help lists them", style="yellow"))
     return None
+
+
+async def undo(chat: ChatClient, process_id: str) -> str:
+    """process-undo; the message taken back, to put back into the input line."""
+    reply = await chat.request("process-undo", {"processId": process_id})
+    if reply["type"] == "error":
+        chat.printer.line(error_text(reply["data"]))
+        return ""
+    undone = reply["data"]["undone"]
+    parts = [f"undone: your message #{undone['seq']} and {undone['messages']} messages"]
+    if undone["stoppedProcesses"]:
+        parts.append("stopped " + ", ".join(undone["stoppedProcesses"]))
+    if undone["dismissedItems"]:
+        parts.append("dismissed " + ", ".join(undone["dismissedItems"]))
+    chat.printer.line(Text("; ".join(parts), style="green"))
+    for note in undone["notUndone"]:
+        chat.printer.line(Text(f"  not undone: {note['text']}", style="yellow"))
+    return give_back(chat, undone["text"])
+
+
+async def unsend(chat: ChatClient, rest: str) -> str:
+    """process-unsend of message SEQ (default: the last one sent) to the chat process."""
+    last_seq, last_text = chat.sent or (0, "")
+    seq = int(rest) if rest.isdigit() else last_seq
+    if (rest and not rest.isdigit()) or not seq:
+        chat.printer.line(Text("usage: /unsend [SEQ] (after a message was sent)", "yellow"))
+        return ""
+    process_id = chat.printer.chat_process_id or ""
+    reply = await chat.request("process-unsend", {"processId": process_id, "seq": seq})
+    if reply["type"] == "error":
+        chat.printer.line(error_text(reply["data"]))
+        return ""
+    chat.printer.line(Text(f"unsent message #{seq}", style="green"))
+    return give_back(chat, last_text if seq == last_seq else "")
+
+
+def give_back(chat: ChatClient, text: str) -> str:
+    """The message goes back into the input line (on a terminal), else it is shown."""
+    if text and chat.router.edits_lines:
+        chat.printer.line(Text("edit it and press Enter to send it again", style="dim"))
+    elif text:
+        chat.printer.line(Text(f"your message: {text}", style="dim"))
+    return text
 
 
 async def show_tree(chat: ChatClient, process_id: str | None) -> None:

@@ -195,6 +195,8 @@ CELERY_TIMEZONE = "UTC"
 # --- lanes ---------------------------------------------------------------------------------------
 VANCETOPE_LEASE_SECONDS = env_float("VANCETOPE_LEASE_SECONDS", 30.0)
 VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS", 20.0)
+# How many of a process's latest turns (on a person's message) an undo can take back.
+VANCETOPE_UNDO_KEEP_TURNS = env_int("VANCETOPE_UNDO_KEEP_TURNS", 20)
 # A turn whose LLM provider failed waits this long before its next attempt, doubled per failure.
 VANCETOPE_TURN_RETRY_SECONDS = env_float("VANCETOPE_TURN_RETRY_SECONDS", 0.5)
 

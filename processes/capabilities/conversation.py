@@ -1,7 +1,8 @@
 """`ctx.conversation`: the process's conversation, committed history plus what this call adds.
 
 New messages are written by the lane together with consuming the pending message, in one
-transaction (processes/lane/commit.py); nothing rewrites earlier messages.
+transaction (processes/lane/commit.py); nothing rewrites earlier messages. An undo marks the
+messages of the turns it took back undone (processes/actions/undo.py): they are not read here.
 """
 
 from __future__ import annotations
@@ -25,16 +26,27 @@ class ConversationBuffer:
             )
             if self._history is None:
                 self._history = self._load()
-                conversation_cache.put(process.pk, process.conversation_epoch, self._history)
+                conversation_cache.put(
+                    process.pk,
+                    process.conversation_epoch,
+                    self._history,
+                    process.conversation_length,
+                )
         return [*self._history, *self.new_messages]
 
     def remember_committed(self) -> None:
         """The lane committed the new messages: keep the whole history for the next turn."""
         process = self._process
-        conversation_cache.put(process.pk, process.conversation_epoch, tuple(self.history()))
+        history = tuple(self.history())
+        conversation_cache.put(
+            process.pk, process.conversation_epoch, history, process.conversation_length
+        )
 
     def _load(self) -> tuple[LlmMessage, ...]:
-        rows = ConversationMessage.objects.filter(process_id=self._process.pk).order_by("index")
+        """The stored messages the LLM is sent: all but those an undo took back."""
+        rows = ConversationMessage.objects.filter(
+            process_id=self._process.pk, undone_at__isnull=True
+        ).order_by("index")
         return tuple(
             LlmMessage(
                 role=row.role,  # type: ignore[arg-type]

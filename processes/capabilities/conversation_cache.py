@@ -1,9 +1,10 @@
 """Committed conversations of recently driven processes, kept per worker OS process.
 
 Only the lane holder appends to a conversation, and every append moves the process's
-`conversation_length` (a reset moves `conversation_epoch`); an entry is used only while both
-match the row's, so a turn
-reads nothing but what it must (the history grows, the cost of a turn does not).
+`conversation_length` (a reset or an undo moves `conversation_epoch`); an entry is used only
+while both match the row's, so a turn reads nothing but what it must (the history grows, the
+cost of a turn does not). An entry holds the messages the LLM is sent: not those an undo took
+back, so its length can be less than the stored length it is kept under.
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ def get(process_id: int, epoch: int, length: int) -> tuple[LlmMessage, ...] | No
         return entry[1]
 
 
-def put(process_id: int, epoch: int, messages: tuple[LlmMessage, ...]) -> None:
+def put(
+    process_id: int, epoch: int, messages: tuple[LlmMessage, ...], length: int | None = None
+) -> None:
+    """Keep `messages` for the process's stored (epoch, length); the length is that of the
+    messages unless some stored ones are left out (undone)."""
     with _lock:
-        _entries[process_id] = ((epoch, len(messages)), messages)
+        stored = len(messages) if length is None else length
+        _entries[process_id] = ((epoch, stored), messages)
         _entries.move_to_end(process_id)
         while len(_entries) > CAPACITY:
             _entries.popitem(last=False)

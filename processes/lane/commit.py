@@ -15,7 +15,7 @@ from django.utils import timezone
 from processes import transitions
 from processes.actions.pending import append_own_turns
 from processes.lane import lease as lanes
-from processes.lane import wakes
+from processes.lane import snapshots, wakes
 from processes.lane.context import Prepared
 from processes.lane.wake import start_later
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
@@ -54,10 +54,12 @@ def commit_turn(
     prepared: Prepared,
     message: PendingMessage,
     wake: wakes.Wake | None = None,
+    snapshot: dict[str, Any] | None = None,
 ) -> PendingMessage | None:
     """Store the turn's messages, usage, engine state (and params, if the engine changed
     them) and events, and consume the pending message, in one transaction that holds only if
-    our lease does.
+    our lease does. A person's message keeps, in the statement that consumes it, the
+    `snapshot` an undo of its turn needs (processes/lane/snapshots.py).
 
     Returns the next message to run. When there is none (or an interrupt is waiting, or the
     engine ended the process), the same transaction ends the run: the process leaves RUNNING
@@ -85,14 +87,20 @@ def commit_turn(
         )
         if updated != 1:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
+        consuming: dict[str, Any] = {
+            "consumed": True,
+            "consumed_at": now,
+            "consumed_fence": lease.fence,
+        }
+        if snapshot is not None:
+            consuming["undo_snapshot"] = snapshot
         consumed = fastsql.update(
-            PendingMessage,
-            "{id} = %s AND {consumed} = %s",
-            [message.pk, False],
-            {"consumed": True, "consumed_at": now, "consumed_fence": lease.fence},
+            PendingMessage, "{id} = %s AND {consumed} = %s", [message.pk, False], consuming
         )
         if consumed != 1:
             raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
+        if snapshot is not None and snapshots.prune_due(process.consumed_count + 1):
+            snapshots.prune(process.pk)
         start_spawned(prepared)
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.

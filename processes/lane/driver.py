@@ -20,7 +20,7 @@ from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
-from processes.lane import wakes
+from processes.lane import snapshots, wakes
 from processes.lane.boundary import TurnInterrupted, interrupt_is_fresh
 from processes.lane.commit import commit_turn, lease_transition
 from processes.lane.context import Prepared, build_context, engine_of
@@ -100,6 +100,8 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
     while message is not None:
         prepared = prepare(engine, process, keeper, run)
         prepared.events.skip_repeats(announced_for(message))
+        if not failures:  # a retry keeps the state as it was before the first attempt
+            snapshot = snapshots.before_turn(process, message, prepared.params_found)
         try:
             engine.steer(process, prepared.ctx, typed(message))
         except TurnInterrupted:
@@ -129,7 +131,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             continue
         failures = 0
         turns += 1
-        message = commit_turn(process, lease, prepared, message, run.wake)
+        message = commit_turn(process, lease, prepared, message, run.wake, snapshot)
     if process.status == Status.RUNNING:
         # Interrupted between deltas: the message stays pending, the caller gets the lane.
         with transaction.atomic():

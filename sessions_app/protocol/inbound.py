@@ -110,6 +110,11 @@ class ProcessRef(Strict):
     processId: NonEmpty
 
 
+class ProcessUnsendData(Strict):
+    processId: NonEmpty
+    seq: int = Field(ge=1, strict=True)
+
+
 class ProcessSteerData(Strict):
     processId: NonEmpty
     message: NonEmpty
@@ -190,6 +195,16 @@ class ProcessLifecycle(Request):
     data: ProcessRef
 
 
+class ProcessUndo(Request):
+    type: Literal["process-undo"]
+    data: ProcessRef
+
+
+class ProcessUnsend(Request):
+    type: Literal["process-unsend"]
+    data: ProcessUnsendData
+
+
 class ProcessSteer(Request):
     type: Literal["process-steer"]
     data: ProcessSteerData
@@ -245,6 +260,8 @@ ClientFrame = Annotated[
     | ProcessCreate
     | ProcessLifecycle
     | ProcessSteer
+    | ProcessUndo
+    | ProcessUnsend
     | ProcessList
     | ThinkEnginesList
     | RecipesList

@@ -72,6 +72,29 @@ class ProcessDetail(ProcessObject):
     conversation: list[ConversationEntry]
 
 
+class NotUndone(Outgoing):
+    """Something an undone turn did that the undo leaves as it is: a client tool's call
+    (`client-tool`), an inbox item answered already (`inbox-item`), a child that had ended
+    (`process`)."""
+
+    kind: str
+    id: str
+    text: str
+
+
+class UndoneTurn(Outgoing):
+    """What a `process-undo` took back (processes/actions/undo.py `Undone.data`): the turn's
+    message (its `seq`, and its `text` to edit and send again), how many conversation messages
+    were hidden, the processes stopped and the inbox items dismissed."""
+
+    seq: int
+    text: str
+    messages: int
+    stoppedProcesses: list[str]
+    dismissedItems: list[str]
+    notUndone: list[NotUndone]
+
+
 class SessionFingerprint(Outgoing):
     machineId: str
     workingDir: str

@@ -28,6 +28,7 @@ from sessions_app.protocol.objects import (
     RecipeObject,
     RunObject,
     SessionObject,
+    UndoneTurn,
     left_out_if_none,
 )
 from sessions_app.protocol.objects import NotificationObject as NotificationObject
@@ -261,10 +262,12 @@ class ToolsRegistered(Reply):
 
 
 class PendingData(Outgoing):
-    """A message was queued for the process; `pending` of its messages now wait."""
+    """A message was queued for the process as its `seq` (what `process-unsend` names);
+    `pending` of its messages now wait."""
 
     processId: str
     pending: int
+    seq: int
 
 
 class ChatAccepted(Reply):
@@ -293,6 +296,26 @@ class ProcessChanged(Reply):
         "process-reset",
     ]
     data: ProcessData
+
+
+class ProcessUndoneData(Outgoing):
+    process: ProcessObject
+    undone: UndoneTurn
+
+
+class ProcessUndone(Reply):
+    type: Literal["process-undone"] = "process-undone"
+    data: ProcessUndoneData
+
+
+class ProcessUnsentData(Outgoing):
+    processId: str
+    seq: int
+
+
+class ProcessUnsent(Reply):
+    type: Literal["process-unsent"] = "process-unsent"
+    data: ProcessUnsentData
 
 
 class ProcessListData(Outgoing):
@@ -394,6 +417,8 @@ ServerFrame = Annotated[
     | ChatAccepted
     | ProcessSteered
     | ProcessChanged
+    | ProcessUndone
+    | ProcessUnsent
     | ProcessList
     | Process
     | ThinkEngines

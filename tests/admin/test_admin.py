@@ -25,7 +25,7 @@ from sessions_app.admin import SessionAdmin
 from sessions_app.events import emit_event, record_events
 from sessions_app.models import Session, SessionEvent, SuspendCause
 from sessions_app.services import FingerprintData, resume_session, suspend_session
-from tests.conftest import Tenancy, open_session
+from tests.conftest import Tenancy, open_session, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,6 +49,12 @@ def world(alice: Tenancy) -> dict[str, Any]:
     cron = open_session(alice, "cron", system=True)
     service = create_process(cron, goal="sweep", recipe="sweeper")
     waiting = create_process(person, goal="later", engine="ford", start=False)
+    # The service's goal runs in a turn of its own: counted IDLE once that turn has run.
+    wait_until(
+        lambda: ThinkProcess.objects.filter(
+            pk=service.pk, status=Status.IDLE, consumed_count__gte=1
+        ).exists()
+    )
     return {"person": person, "cron": cron, "service": service, "waiting": waiting}
 
 

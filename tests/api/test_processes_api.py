@@ -325,7 +325,7 @@ def test_steer_on_a_paused_process_is_accepted_and_waits(alice):
     )
     # then
     assert response.status_code == 200
-    assert response.json() == {"processId": f"tp_{chat_id}", "pending": 1}
+    assert response.json() == {"processId": f"tp_{chat_id}", "pending": 1, "seq": 1}
     assert ThinkProcess.objects.get(pk=chat_id).status == Status.PAUSED
     assert not ConversationMessage.objects.filter(process_id=chat_id).exists()
 

@@ -246,6 +246,12 @@ def test_a_parent_acts_only_on_its_own_children(alice, bob, spawner):
     children = ChildProcesses(parent)
     own = children.spawn(goal="mine", engine="ford")
     stranger = create.create_process(open_session(bob), goal="not yours", engine="ford")
+    # its goal runs in a turn of its own first
+    wait_until(
+        lambda: ThinkProcess.objects.filter(
+            pk=stranger.pk, status=Status.IDLE, consumed_count__gte=1
+        ).exists()
+    )
     # then its own child is listed and steerable, the stranger is not found
     assert [child["id"] for child in children.list()] == [own]
     assert children.status(own)["id"] == own

@@ -26,6 +26,7 @@ PUBLIC_CALLS = [
         (Call.STEER, {"RUNNING", "IDLE", "BLOCKED", "PAUSED"}),
         (Call.STOP, {"INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED"}),
         (Call.RESET, {"PAUSED", "SUSPENDED", "CLOSED"}),
+        (Call.UNDO, {"IDLE", "PAUSED", "BLOCKED"}),
     ],
 )
 def test_table_allows_exactly_the_statuses_of_architecture_section_4(call, allowed):

@@ -291,7 +291,7 @@ async def test_pause_steer_resume_over_the_socket(alice):
     paused = await client.request("process-pause", {"processId": chat_id})
     assert paused["data"]["process"]["status"] == "PAUSED"
     steered = await client.request("process-steer", {"processId": chat_id, "message": "waiting"})
-    assert steered["data"] == {"processId": chat_id, "pending": 1}
+    assert steered["data"] == {"processId": chat_id, "pending": 1, "seq": 1}
     resumed = await client.request("process-resume", {"processId": chat_id})
     assert resumed["type"] == "process-resumed"
     reply = await client.event("chat-message", role="assistant")

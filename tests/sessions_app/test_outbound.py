@@ -52,6 +52,8 @@ PROTOCOL_REPLIES = [
     "process-stopped",
     "process-reset",
     "process-steered",
+    "process-undone",
+    "process-unsent",
     "process-list",
     "process",
     "thinkengines",
@@ -162,6 +164,17 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     await client.request("inbox-list")
     await client.request("inbox-answer", {"itemId": approval, "answer": {"decision": "approve"}})
     await client.request("inbox-dismiss", {"itemId": notice})
+    # the chat's turn taken back, and a message that waits withdrawn
+    chat_id = created["data"]["chatProcessId"]
+    undone = await client.request("process-undo", {"processId": chat_id})
+    assert undone["type"] == "process-undone", undone
+    await client.request("process-pause", {"processId": chat_id})
+    later = await client.request("chat", {"text": "later"})
+    unsent = await client.request(
+        "process-unsend", {"processId": chat_id, "seq": later["data"]["seq"]}
+    )
+    assert unsent["type"] == "process-unsent", unsent
+    await client.request("process-resume", {"processId": chat_id})
     asking = {**REVIEW, "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "which?"}]}
     workflow_id = await database_sync_to_async(create_workflow)(alice, asking)
     await client.request("workflow-start", {"workflowId": workflow_id, "input": {"topic": "x"}})

@@ -1,7 +1,8 @@
 // Interactive mode: a WebSocket session (clientType "web", no local tools) speaking
 // PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events,
-// the inbox panel (inbox-list, inbox-answer, inbox-dismiss) and task trees (task-tree events,
-// drawn by tasktree.js).
+// the inbox panel (inbox-list, inbox-answer, inbox-dismiss), task trees (task-tree events,
+// drawn by tasktree.js) and Undo (process-undo: the chat's last turn is taken back, its
+// message put back into the input).
 "use strict";
 
 (function () {
@@ -12,6 +13,7 @@
     "process-resume": ["PAUSED", "SUSPENDED"],
     "process-stop": ["INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED"],
     "process-steer": ["RUNNING", "IDLE", "BLOCKED", "PAUSED"],
+    "process-undo": ["IDLE", "PAUSED", "BLOCKED"],
   };
 
   const root = document.getElementById("interactive");
@@ -24,6 +26,7 @@
     chatForm: $("chat-form"),
     chatInput: $("chat-input"),
     chatSend: $("chat-send"),
+    chatUndo: $("chat-undo"),
     select: $("process-select"),
     status: $("process-status"),
     pending: $("process-pending"),
@@ -81,9 +84,10 @@
     socket.send(JSON.stringify({ type, id, data: data || {} }));
   }
 
-  function bubble(role, text) {
+  function bubble(role, text, processId) {
     const item = document.createElement("li");
     item.className = "message role-" + role;
+    if (processId) item.dataset.process = processId;
     const label = document.createElement("span");
     label.className = "role";
     label.textContent = role;
@@ -129,6 +133,8 @@
     }
     ui.steerSend.disabled = !open || !ALLOWED["process-steer"].includes(status);
     if (process && trees.has(process.id)) showTree(process.id);
+    const chat = chatProcessId ? processes.get(chatProcessId) : null;
+    ui.chatUndo.disabled = !open || !chat || !ALLOWED["process-undo"].includes(chat.status);
   }
 
   function setProcessStatus(data) {
@@ -136,6 +142,24 @@
     // A pending count read at steer time is stale once the process moves on.
     if (data.processId === ui.select.value) ui.pending.textContent = "";
     remember({ id: data.processId, status: data.status, closeReason: data.closeReason || null });
+    if (data.processId === chatProcessId) showSelected();
+  }
+
+  // An undone turn leaves the log: the process's last user message with the undone text, and
+  // everything the process said after it.
+  function dropUndone(processId, text) {
+    const mine = Array.from(ui.log.querySelectorAll(".message")).filter(
+      (item) => item.dataset.process === processId,
+    );
+    let from = -1;
+    for (let index = mine.length - 1; index >= 0; index -= 1) {
+      const item = mine[index];
+      if (item.classList.contains("role-user") && item.querySelector(".text").textContent === text) {
+        from = index;
+        break;
+      }
+    }
+    if (from >= 0) mine.slice(from).forEach((item) => item.remove());
   }
 
   // --- task trees ------------------------------------------------------------------------------
@@ -163,7 +187,7 @@
   function onChatDelta(data) {
     let item = streaming.get(data.processId);
     if (!item) {
-      item = bubble("assistant", "");
+      item = bubble("assistant", "", data.processId);
       item.classList.add("streaming");
       item.dataset.deltas = "0";
       streaming.set(data.processId, item);
@@ -175,7 +199,7 @@
 
   function onChatMessage(data) {
     if (data.role === "assistant") {
-      const item = streaming.get(data.processId) || bubble("assistant", "");
+      const item = streaming.get(data.processId) || bubble("assistant", "", data.processId);
       streaming.delete(data.processId);
       item.classList.remove("streaming");
       item.querySelector(".text").textContent = data.text;
@@ -191,7 +215,7 @@
         }
       }
     }
-    bubble(data.role, data.text);
+    bubble(data.role, data.text, data.processId);
   }
 
   function onEvent(frame) {
@@ -315,10 +339,27 @@
     event.preventDefault();
     const text = ui.chatInput.value.trim();
     if (!text) return;
-    bubble("user", text).classList.add("unconfirmed");
+    bubble("user", text, chatProcessId).classList.add("unconfirmed");
     ui.chatInput.value = "";
     send("chat", { text }, (frame) => {
       if (frame.data.pending > 1) notice("Queued behind " + (frame.data.pending - 1) + " message(s).");
+    });
+  });
+
+  ui.chatUndo.addEventListener("click", () => {
+    if (!chatProcessId) return;
+    send("process-undo", { processId: chatProcessId }, (frame) => {
+      const undone = frame.data.undone;
+      remember(frame.data.process);
+      dropUndone(chatProcessId, undone.text);
+      ui.chatInput.value = undone.text;
+      ui.chatInput.focus();
+      const parts = ["Undone: your message #" + undone.seq + " (" + undone.messages + " messages)"];
+      if (undone.stoppedProcesses.length) parts.push("stopped " + undone.stoppedProcesses.join(", "));
+      if (undone.dismissedItems.length) parts.push("dismissed " + undone.dismissedItems.join(", "));
+      undone.notUndone.forEach((note) => parts.push("not undone: " + note.text));
+      notice(parts.join("; ") + ".");
+      logEvent(chatProcessId + " undo of message #" + undone.seq);
     });
   });
 
