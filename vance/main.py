@@ -17,8 +17,15 @@ from rich.text import Text
 
 from vance.api import ApiError, BrainApi, BrainUnreachable
 from vance.chat import ChatClient, ChatOptions
-from vance.config import Config, ConfigError, load_config, normalise_server, save_config
-from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from vance.config import (
+    Config,
+    ConfigError,
+    SessionMemory,
+    load_config,
+    normalise_server,
+    save_config,
+)
+from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 from vance.fingerprint import current_fingerprint
 from vance.inbox import answer_from_text, answered_text, inbox_table
 from vance.lines import LineRouter
@@ -116,6 +123,35 @@ def cmd_steer(args: argparse.Namespace) -> int:
         f"processes/{args.process_id}/steer", {"message": args.message}
     )
     out.print(f"Steered {reply['processId']}; {reply['pending']} message(s) pending.")
+    return EXIT_OK
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    config = load_config()
+    session = args.session
+    if not session:
+        # This directory's chat session, as `vance chat` remembers it.
+        working_dir = current_fingerprint().working_dir
+        remembered = SessionMemory(config.server, args.project, working_dir).recall()
+        if remembered is None:
+            return fail(
+                f"No session remembered for {working_dir}: run `vance chat` here once, or "
+                "name one with --session sess_N (`vance processes` shows their sessions).",
+                EXIT_USAGE,
+            )
+        session = remembered.session_id
+    body = {
+        "session": session,
+        "goal": args.goal,
+        "recipe": args.recipe,
+        "thinkEngine": args.engine,
+        "start": not args.no_start,
+    }
+    process = BrainApi(config).post("processes", body)
+    line = Text(f"Created {process['id']} ({process['thinkEngine']}, recipe {process['recipe']}) ")
+    line.append(f"in {process['sessionId']}: ")
+    line.append(process["status"], style="bold")
+    out.print(line)
     return EXIT_OK
 
 
@@ -222,7 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     steer.add_argument("message")
     steer.set_defaults(run=cmd_steer)
 
-    for verb in ("pause", "resume", "stop", "reset"):
+    create = commands.add_parser("create", help="create (and start) a process with a goal")
+    create.add_argument("goal", help="what the process is to do")
+    create.add_argument("--recipe", help="a recipe name (`vance recipes` lists them)")
+    create.add_argument("--engine", help="a think engine (`vance engines` lists them)")
+    create.add_argument("--session", help="sess_N (default: this directory's chat session)")
+    create.add_argument("--project", default="proj_default", help="the project of that session")
+    create.add_argument("--no-start", action="store_true", help="leave it INIT; `vance start`")
+    create.set_defaults(run=cmd_create)
+
+    for verb in ("start", "pause", "resume", "stop", "reset"):
         command = commands.add_parser(verb, help=f"{verb} a process")
         command.add_argument("process_id", metavar="tp_N")
         command.set_defaults(run=lifecycle(verb))
@@ -269,7 +314,7 @@ def explain(exc: ApiError) -> int:
     if exc.status == 403:
         return fail(f"Not allowed (403): {exc.message}", EXIT_AUTH)
     if exc.status == 404:
-        if not exc.structured:
+        if exc.endpoint_missing:
             return fail("This Brain has no such endpoint (404).", EXIT_REFUSED)
         return fail(f"Not found (404): {exc.message}", EXIT_REFUSED)
     if exc.status == 409:

@@ -18,6 +18,7 @@ HELP = """\
 /processes [STATUS]    the processes of this session
 /tree [tp_N]           a process's task tree now (default: the last one that changed)
 /steer tp_N TEXT       send a steering message to a process
+/start [tp_N]          start a process left INIT (default: the chat process)
 /pause [tp_N]          pause a process (default: the chat process)
 /resume [tp_N]         resume a paused, suspended or drifted process
 /stop [tp_N]           stop a process for good
@@ -70,7 +71,7 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
             "process-steer", {"processId": process_id, "message": text.strip()}
         )
         show_reply(chat, reply, f"steered {process_id}")
-    elif name in {"pause", "resume", "stop", "reset"}:
+    elif name in {"start", "pause", "resume", "stop", "reset"}:
         target = rest or chat_process or ""
         reply = await chat.request(f"process-{name}", {"processId": target})
         if reply["type"] != "error":
