@@ -109,6 +109,8 @@ def interactive(request: HttpRequest) -> HttpResponse:
         "projects": [project.public_id for project in projects],
         # A dashboard page may hand over a process to steer; the socket checks it is visible.
         "focus_process": request.GET.get("process", ""),
+        # The dashboard's "New chat": a new session instead of resuming the tab's.
+        "new_session": request.GET.get("new") == "1",
         "workflows": [
             workflow_data(workflow) for workflow in filtered_workflows(request.user)[:LIST_LIMIT]
         ],
