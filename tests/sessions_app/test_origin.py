@@ -9,7 +9,6 @@ from channels.testing import WebsocketCommunicator
 
 from sessions_app.auth import TokenAuthMiddleware, origin_validator
 from sessions_app.routing import websocket_urlpatterns
-
 from vancetope.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
