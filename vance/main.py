@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
@@ -36,6 +37,7 @@ from vance.render import (
     runs_table,
 )
 
+LOCAL_BRAIN = "http://127.0.0.1:8000"
 STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
 INBOX_STATUSES = ("OPEN", "ANSWERED", "DISMISSED", "EXPIRED", "all")
 
@@ -227,12 +229,23 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 # --- parsing -------------------------------------------------------------------------------------
 
 
+def client_version() -> str:
+    """The installed package's version (the Brain and vance ship together)."""
+    try:
+        return metadata.version("vancetope")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed; pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vance", description="The Vancetope Brain client.")
+    parser.add_argument("--version", action="version", version=f"vance {client_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     login = commands.add_parser("login", help="store the Brain's URL and an API token")
-    login.add_argument("--server", required=True, help="e.g. http://127.0.0.1:8000")
+    login.add_argument(
+        "--server", default=LOCAL_BRAIN, help=f"the Brain's URL (default: {LOCAL_BRAIN})"
+    )
     token = login.add_mutually_exclusive_group(required=True)
     token.add_argument("--token")
     token.add_argument("--token-file", help="a file holding the token (e.g. var/token)")

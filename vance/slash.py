@@ -76,7 +76,7 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
         reply = await chat.request(f"process-{name}", {"processId": target})
         if reply["type"] != "error":
             process = reply["data"]["process"]
-            chat.printer.line(Text(f"{process['id']}: {process['status']}"))
+            chat.printer.status(process["id"], process["status"], process.get("closeReason"))
         else:
             chat.printer.line(error_text(reply["data"]))
     elif name == "inbox":
