@@ -6,20 +6,29 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest
-from django.urls import reverse
-from django.utils import timezone
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
 
 from processes.actions import lifecycle
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.states import Call, is_allowed
 from sessions_app.models import SessionEvent
 from vancetope.errors import BrainError
 
+# The lifecycle calls of the process page's buttons, in the order shown.
+PAGE_CALLS = {
+    Call.START: lifecycle.start_process,
+    Call.PAUSE: lifecycle.pause_process,
+    Call.RESUME: lifecycle.resume_process,
+    Call.RESET: lifecycle.reset_process,
+    Call.STOP: lifecycle.stop_process,
+}
 # How many of the session's newest events the process page shows.
 RECENT_EVENTS = 20
 # The task tree's status colours, the same as the web UI's legend (webui.css).
@@ -265,35 +274,13 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "session__system",
     ]
     search_fields = ["goal", "recipe_name"]
-    # The engine owns engine_state (task tree, strategy state) and the lifecycle service owns
-    # status and drift (the user decides about drift with resume, stop or reset): shown, not
-    # edited. The operator may correct the goal and the spawn params.
+    # Read-only: the goal, the params and the epoch are the process's own record, the engine
+    # owns its state and the lifecycle service its status. What an operator may do is a
+    # lifecycle call: the buttons on the page and the actions of the list.
+    change_form_template = "admin/processes/thinkprocess/change_form.html"
     readonly_fields = [
-        "session",
-        "parent",
-        "think_engine",
-        "engine_version",
-        "recipe_name",
-        "recipe_snapshot",
-        "engine_state",
         "task_tree",
         "sub_processes",
-        "status",
-        "close_reason",
-        "context_drift",
-        "interrupt",
-        "interrupt_at",
-        "next_pending_seq",
-        "consumed_count",
-        "conversation_length",
-        "lease_owner",
-        "lease_expires_at",
-        "lease_fence",
-        "prompt_tokens",
-        "completion_tokens",
-        "last_error",
-        "created_at",
-        "updated_at",
         "recent_session_events",
     ]
     inlines = [PendingInline, TransitionInline, ConversationInline]
@@ -363,15 +350,51 @@ class ThinkProcessAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # processes are spawned by sessions (processes.actions.create), never by hand
 
-    def save_model(
-        self,
-        request: HttpRequest,
-        obj: ThinkProcess,
-        form: forms.ModelForm[ThinkProcess],
-        change: bool,
-    ) -> None:
-        # Write only what the operator edited: a lane may commit a turn meanwhile, and a full
-        # save would write back the status, lease and counters read at the start of the request.
-        if form.changed_data:
-            obj.updated_at = timezone.now()
-            obj.save(update_fields=[*form.changed_data, "updated_at"])
+    def has_change_permission(self, request: HttpRequest, obj: ThinkProcess | None = None) -> bool:
+        return False  # every field is read-only; lifecycle calls are the buttons and actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: ThinkProcess | None = None) -> bool:
+        return False  # a process is stopped, not deleted: its lane and its children need it
+
+    def render_change_form(
+        self, request: HttpRequest, context: dict[str, Any], *args: Any, **kwargs: Any
+    ) -> HttpResponse:  # type: ignore[override]
+        process = context.get("original")
+        context["lifecycle_calls"] = [
+            call.value
+            for call in PAGE_CALLS
+            if process is not None and is_allowed(call, process.status, process.close_reason)
+        ]
+        return super().render_change_form(request, context, *args, **kwargs)
+
+    def get_urls(self) -> list[URLPattern]:
+        call = path(
+            "<int:object_id>/call/<str:call>/",
+            self.admin_site.admin_view(require_POST(self.call_view)),
+            name="processes_thinkprocess_call",
+        )
+        return [call, *super().get_urls()]
+
+    def call_view(self, request: HttpRequest, object_id: int, call: str) -> HttpResponse:
+        """A button of the process page: the lifecycle service, as every client calls it; a
+        refusal (409) is a message and leaves the process as it was."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if call not in {c.value for c in PAGE_CALLS}:
+            raise Http404(f"no process call {call!r}")
+        process = ThinkProcess.objects.filter(pk=object_id).first()
+        if process is None:
+            raise Http404(f"process tp_{object_id} not found")
+        try:
+            changed = PAGE_CALLS[Call(call)](process.pk)
+        except BrainError as exc:
+            self.message_user(
+                request, f"{process.public_id}: {exc.code} {exc.message}", messages.WARNING
+            )
+        else:
+            self.message_user(
+                request, f"{process.public_id}: {call} → {changed.status}", messages.SUCCESS
+            )
+        return HttpResponseRedirect(
+            reverse("admin:processes_thinkprocess_change", args=[object_id])
+        )

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from processes import queries
-from processes.actions import lifecycle
+from processes.actions import create, lifecycle
 from processes.actions.steer import steer_as
 from processes.actions.task_tree import cancel_task_node
 from processes.actions.undo import undo_turn
@@ -30,6 +30,15 @@ from vancetope.ids import parse_public_id, parse_whole_number
 
 class SteerInput(serializers.Serializer):
     message = serializers.CharField(allow_blank=False)
+
+
+class CreateInput(serializers.Serializer):
+    session = serializers.CharField(help_text="the session (sess_N) the process runs in")
+    goal = serializers.CharField(required=False, allow_blank=True, default="")
+    thinkEngine = serializers.CharField(required=False, allow_null=True, default=None)
+    recipe = serializers.CharField(required=False, allow_null=True, default=None)
+    params = serializers.DictField(required=False, default=dict)
+    start = serializers.BooleanField(required=False, default=True)
 
 
 class NodeCancelled(Body):
@@ -82,6 +91,28 @@ class ProcessViewSet(viewsets.ViewSet):
         if "engine" in params:
             rows = rows.filter(think_engine=params["engine"])
         return paginated(request, self, rows.order_by("-pk"), process_data)
+
+    @extend_schema(
+        operation_id="processes_create",
+        request=CreateInput,
+        responses={201: ProcessObject, **errors(400, 401, 404, 409)},
+    )
+    def create(self, request: Request) -> Response:
+        """Create a process in one of the caller's sessions (started unless `start` is false);
+        neither engine nor recipe: the default process recipe (marvin)."""
+        body = CreateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        process = create.create_for_user(
+            request.user,
+            data["session"],
+            goal=data["goal"],
+            engine=data["thinkEngine"],
+            recipe=data["recipe"],
+            params=data["params"],
+            start=data["start"],
+        )
+        return Response(process_data(process), status=201)
 
     @extend_schema(
         parameters=[

@@ -73,6 +73,7 @@ class ThinkProcess(models.Model):
     class Meta:
         ordering = ["-created_at"]
         verbose_name = "think process"
+        verbose_name_plural = "think processes"
         indexes = [
             models.Index(fields=["session", "status"]),
             models.Index(fields=["status", "lease_expires_at"]),

@@ -30,7 +30,8 @@ class ApiError(Exception):
 
     @property
     def endpoint_missing(self) -> bool:
-        return self.status in {404, 405} and not self.structured
+        # The Brain answers a route it lacks with error `no-endpoint` (older ones: HTML).
+        return self.status in {404, 405} and (not self.structured or self.error == "no-endpoint")
 
 
 def _error_from(exc: urllib.error.HTTPError) -> ApiError:

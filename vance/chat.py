@@ -26,7 +26,7 @@ from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 from vance.fingerprint import Fingerprint
 from vance.lines import LineRouter, is_yes
 from vance.local_tools import TOOL_SPECS, Workspace
-from vance.render import EventPrinter, error_text
+from vance.render import EventPrinter, drift_panel, error_text, queued_note
 from vance.slash import run_slash_command
 from vance.tool_calls import ToolCalls
 
@@ -324,6 +324,7 @@ class ChatClient:
                 f"  chat process {self.printer.chat_process_id} in {self.fingerprint.working_dir}",
             )
         )
+        self.printer.statuses[self.printer.chat_process_id] = "IDLE"
         self.printer.line(Text("Type a message; /help lists commands.", style="dim"))
 
     def _resumed(self, data: dict[str, Any], *, reconnect: bool) -> None:
@@ -345,32 +346,18 @@ class ChatClient:
             if process.get("contextDrift") and process.get("status") == "SUSPENDED"
         ]
         if drifted:
-            self._show_drift(drifted, str(session.get("fingerprint", {}).get("workingDir")))
-        for frame in missed:
-            self._event(frame)
+            original_dir = str(session.get("fingerprint", {}).get("workingDir"))
+            self.printer.line(drift_panel(drifted, original_dir, self.fingerprint.working_dir))
+        self.printer.replaying = True
+        try:
+            for frame in missed:
+                self._event(frame)
+        finally:
+            self.printer.replaying = False
+        # Where each process stands now (the missed events may end before the resume's own).
+        for process in data.get("processes") or []:
+            self.printer.statuses[str(process.get("id"))] = str(process.get("status"))
         self._remember()
-
-    def _show_drift(self, drifted: list[dict[str, Any]], original_dir: str) -> None:
-        lines = [
-            f"This session was started in {original_dir}; you are in "
-            f"{self.fingerprint.working_dir}. Its processes' tool results may point at other "
-            "files now, so they stay SUSPENDED until you decide for each:",
-        ]
-        for process in drifted:
-            pid = process["id"]
-            lines.append(
-                f"  {pid} ({process.get('thinkEngine')}: {process.get('goal') or 'chat'}) — "
-                f"/resume {pid} (at your own risk), /stop {pid}, or /reset {pid}"
-            )
-        lines.append("Outside the chat: vance resume|stop|reset tp_N.")
-        self.printer.line(
-            Panel(
-                Text("\n".join(lines)),
-                title="context drift",
-                title_align="left",
-                border_style="yellow",
-            )
-        )
 
     # --- events ----------------------------------------------------------------------------------
 
@@ -406,35 +393,48 @@ class ChatClient:
     # --- input -----------------------------------------------------------------------------------
 
     async def _input_loop(self) -> int:
+        await self.connected.wait()
+        self.printer.show_prompt()
         while True:
             line = await self.router.lines.get()
+            self.printer.typed()
             if line is None:
                 return EXIT_OK
             line = line.strip()
-            if not line:
-                continue
-            try:
-                if line.startswith("/"):
-                    code = await run_slash_command(self, line)
-                    if code is not None:
-                        return code
-                    continue
-                reply = await self.request("chat", {"text": line})
-            except ConnectionLost:
-                self.printer.line(
-                    Text(
-                        "The connection dropped before the Brain confirmed this; if it arrived "
-                        "it takes effect anyway (/processes shows where things stand).",
-                        style="yellow",
-                    )
+            if line:
+                code = await self._handle_line(line)
+                if code is not None:
+                    return code
+            self.printer.show_prompt()
+
+    async def _handle_line(self, line: str) -> int | None:
+        """One line the user typed: a /command, or a chat message; an exit code when the chat
+        should end."""
+        try:
+            if line.startswith("/"):
+                return await run_slash_command(self, line)
+            reply = await self.request("chat", {"text": line})
+        except ConnectionLost:
+            self.printer.line(
+                Text(
+                    "The connection dropped before the Brain confirmed this; if it arrived "
+                    "it takes effect anyway (/processes shows where things stand).",
+                    style="yellow",
                 )
-                continue
-            except TimeoutError:
-                self.printer.line(
-                    Text(f"No reply from the Brain within {REPLY_TIMEOUT_SECONDS}s.", "yellow")
-                )
-                continue
-            if reply["type"] == "error":
-                self.printer.line(error_text(reply["data"]))
-            else:  # what /unsend takes back (processes/undo frames, vance/slash.py)
-                self.sent = (reply["data"]["seq"], line)
+            )
+            return None
+        except TimeoutError:
+            self.printer.line(
+                Text(f"No reply from the Brain within {REPLY_TIMEOUT_SECONDS}s.", "yellow")
+            )
+            return None
+        if reply["type"] == "error":
+            self.printer.line(error_text(reply["data"]))
+            return None
+        accepted = reply["data"]
+        # What /unsend takes back (processes/undo frames, vance/slash.py).
+        self.sent = (accepted["seq"], line)
+        note = queued_note(accepted, self.printer.statuses.get(str(accepted.get("processId"))))
+        if note is not None:
+            self.printer.line(note)
+        return None

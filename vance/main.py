@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
@@ -17,8 +18,15 @@ from rich.text import Text
 
 from vance.api import ApiError, BrainApi, BrainUnreachable
 from vance.chat import ChatClient, ChatOptions
-from vance.config import Config, ConfigError, load_config, normalise_server, save_config
-from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from vance.config import (
+    Config,
+    ConfigError,
+    SessionMemory,
+    load_config,
+    normalise_server,
+    save_config,
+)
+from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 from vance.fingerprint import current_fingerprint
 from vance.inbox import answer_from_text, answered_text, inbox_table
 from vance.lines import LineRouter
@@ -30,6 +38,7 @@ from vance.render import (
     runs_table,
 )
 
+LOCAL_BRAIN = "http://127.0.0.1:8000"
 STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
 INBOX_STATUSES = ("OPEN", "ANSWERED", "DISMISSED", "EXPIRED", "all")
 
@@ -117,6 +126,35 @@ def cmd_steer(args: argparse.Namespace) -> int:
         f"processes/{args.process_id}/steer", {"message": args.message}
     )
     out.print(f"Steered {reply['processId']}; {reply['pending']} message(s) pending.")
+    return EXIT_OK
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    config = load_config()
+    session = args.session
+    if not session:
+        # This directory's chat session, as `vance chat` remembers it.
+        working_dir = current_fingerprint().working_dir
+        remembered = SessionMemory(config.server, args.project, working_dir).recall()
+        if remembered is None:
+            return fail(
+                f"No session remembered for {working_dir}: run `vance chat` here once, or "
+                "name one with --session sess_N (`vance processes` shows their sessions).",
+                EXIT_USAGE,
+            )
+        session = remembered.session_id
+    body = {
+        "session": session,
+        "goal": args.goal,
+        "recipe": args.recipe,
+        "thinkEngine": args.engine,
+        "start": not args.no_start,
+    }
+    process = BrainApi(config).post("processes", body)
+    line = Text(f"Created {process['id']} ({process['thinkEngine']}, recipe {process['recipe']}) ")
+    line.append(f"in {process['sessionId']}: ")
+    line.append(process["status"], style="bold")
+    out.print(line)
     return EXIT_OK
 
 
@@ -210,12 +248,23 @@ def cmd_inbox(args: argparse.Namespace) -> int:
 # --- parsing -------------------------------------------------------------------------------------
 
 
+def client_version() -> str:
+    """The installed package's version (the Brain and vance ship together)."""
+    try:
+        return metadata.version("vancetope")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed; pip install -e .)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vance", description="The Vancetope Brain client.")
+    parser.add_argument("--version", action="version", version=f"vance {client_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     login = commands.add_parser("login", help="store the Brain's URL and an API token")
-    login.add_argument("--server", required=True, help="e.g. http://127.0.0.1:8000")
+    login.add_argument(
+        "--server", default=LOCAL_BRAIN, help=f"the Brain's URL (default: {LOCAL_BRAIN})"
+    )
     token = login.add_mutually_exclusive_group(required=True)
     token.add_argument("--token")
     token.add_argument("--token-file", help="a file holding the token (e.g. var/token)")
@@ -241,7 +290,16 @@ def build_parser() -> argparse.ArgumentParser:
     steer.add_argument("message")
     steer.set_defaults(run=cmd_steer)
 
-    for verb in ("pause", "resume", "stop", "reset"):
+    create = commands.add_parser("create", help="create (and start) a process with a goal")
+    create.add_argument("goal", help="what the process is to do")
+    create.add_argument("--recipe", help="a recipe name (`vance recipes` lists them)")
+    create.add_argument("--engine", help="a think engine (`vance engines` lists them)")
+    create.add_argument("--session", help="sess_N (default: this directory's chat session)")
+    create.add_argument("--project", default="proj_default", help="the project of that session")
+    create.add_argument("--no-start", action="store_true", help="leave it INIT; `vance start`")
+    create.set_defaults(run=cmd_create)
+
+    for verb in ("start", "pause", "resume", "stop", "reset"):
         command = commands.add_parser(verb, help=f"{verb} a process")
         command.add_argument("process_id", metavar="tp_N")
         command.set_defaults(run=lifecycle(verb))
@@ -301,7 +359,7 @@ def explain(exc: ApiError) -> int:
     if exc.status == 403:
         return fail(f"Not allowed (403): {exc.message}", EXIT_AUTH)
     if exc.status == 404:
-        if not exc.structured:
+        if exc.endpoint_missing:
             return fail("This Brain has no such endpoint (404).", EXIT_REFUSED)
         return fail(f"Not found (404): {exc.message}", EXIT_REFUSED)
     if exc.status == 409:

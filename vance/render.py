@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -24,6 +25,7 @@ STATUS_STYLES = {
 LEVEL_STYLES = {"error": "bold red", "warning": "yellow", "info": "blue", "success": "green"}
 # Statuses of the chat process every turn passes through; not worth a line each time.
 ROUTINE_CHAT_STATUSES = {"RUNNING", "IDLE"}
+PROMPT = "you › "
 
 
 def status_text(status: str | None, close_reason: str | None = None) -> Text:
@@ -132,8 +134,13 @@ class EventPrinter:
     """Shows session events in order. Deltas of one reply are printed as they stream; the
     stored message then only ends the line (or is printed whole if its deltas were missed)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, prompt: bool | None = None) -> None:
         self.console = console
+        # The input prompt, on a terminal only: redrawn below whatever is printed.
+        self.prompt = console.is_terminal if prompt is None else prompt
+        self.prompting = False
+        # Showing the missed events of a resume: the user's own lines are shown too.
+        self.replaying = False
         self.chat_process_id: str | None = None
         self.streaming: str | None = None  # the process whose reply is being streamed
         # What each process has streamed of its current reply, so a final message replayed
@@ -144,6 +151,21 @@ class EventPrinter:
         self.inbox_items: dict[str, dict[str, Any]] = {}
         self.trees = TaskTreeFollower()
 
+    def show_prompt(self) -> None:
+        """`you › ` on the line where the user types, unless a reply is streaming there."""
+        if self.prompt and not self.prompting and self.streaming is None:
+            self.console.print(PROMPT, style="bold green", end="")
+            self.prompting = True
+
+    def typed(self) -> None:
+        """The user ended a line: the prompt's line is theirs now."""
+        self.prompting = False
+
+    def _clear_prompt(self) -> None:
+        if self.prompting:
+            self.console.file.write("\r\x1b[2K")  # back to the line's start, erase it
+            self.prompting = False
+
     def end_stream(self) -> None:
         if self.streaming is not None:
             self.console.print()
@@ -151,7 +173,19 @@ class EventPrinter:
 
     def line(self, renderable: Any) -> None:
         self.end_stream()
+        self._clear_prompt()
         self.console.print(renderable)
+        self.show_prompt()
+
+    def status(self, process_id: str, status: str, close_reason: str | None = None) -> None:
+        """A status a reply reported (/pause, /resume, …): one line, and none for its
+        process-status event, which says the same (whichever of the two comes first)."""
+        if self.statuses.get(process_id) == status:
+            return
+        self.statuses[process_id] = status
+        line = Text(f"· {process_id} ", style="dim")
+        line.append_text(status_text(status, close_reason))
+        self.line(line)
 
     def show(self, event: str, data: dict[str, Any]) -> None:
         handler = getattr(self, "on_" + event.replace("-", "_"), None)
@@ -167,6 +201,7 @@ class EventPrinter:
         process_id = str(data.get("processId"))
         if self.streaming != process_id:
             self.end_stream()
+            self._clear_prompt()
             self.console.print(self._prefix(process_id), style="bold cyan", end="")
             self.streaming = process_id
         text = str(data.get("text", ""))
@@ -179,11 +214,15 @@ class EventPrinter:
         streamed = self.streamed.pop(process_id, None)
         if role == "assistant" and self.streaming == process_id:
             self.end_stream()
+            self.show_prompt()
             return
         if role == "assistant" and streamed == data.get("text"):
             return  # streamed in full before a reconnect; this is its replayed final message
         if role == "user" and process_id == self.chat_process_id:
-            return  # what the user typed; the terminal shows it already
+            if self.replaying:
+                # A transcript shown again (a resume): the user's side of it too.
+                self.line(Text.assemble(("you › ", "bold green"), str(data.get("text", ""))))
+            return  # typed here just now: the terminal shows it already
         if role == "assistant":
             self.line(
                 Text.assemble((self._prefix(process_id), "bold cyan"), str(data.get("text", "")))
@@ -196,6 +235,8 @@ class EventPrinter:
         status = data.get("status")
         previous = self.statuses.get(process_id)
         self.statuses[process_id] = str(status)
+        if previous == status:
+            return  # shown already, from the reply to the call that changed it
         routine = status in ROUTINE_CHAT_STATUSES
         # The chat process's turns go RUNNING → IDLE all the time; show only the way back
         # from anything else (a resume after PAUSED or SUSPENDED).
@@ -232,3 +273,37 @@ class EventPrinter:
         self.line(
             Text(f"⚙ {data.get('processId')} calls {data.get('tool')}({arguments[:200]})", "blue")
         )
+
+
+def drift_panel(drifted: list[dict[str, Any]], original_dir: str, working_dir: str) -> Panel:
+    """The processes a resume from another working directory left SUSPENDED, and what to do."""
+    lines = [
+        f"This session was started in {original_dir}; you are in {working_dir}. Its processes' "
+        "tool results may point at other files now, so they stay SUSPENDED until you decide "
+        "for each:",
+    ]
+    for process in drifted:
+        pid = process["id"]
+        lines.append(
+            f"  {pid} ({process.get('thinkEngine')}: {process.get('goal') or 'chat'}) — "
+            f"/resume {pid} (at your own risk), /stop {pid}, or /reset {pid}"
+        )
+    lines.append("Outside the chat: vance resume|stop|reset tp_N.")
+    return Panel(
+        Text("\n".join(lines)), title="context drift", title_align="left", border_style="yellow"
+    )
+
+
+def queued_note(accepted: dict[str, Any], status: str | None) -> Text | None:
+    """What a chat-accepted reply means when the message is not answered now: it waits for
+    /resume (the chat process is PAUSED), or behind others."""
+    process_id = str(accepted.get("processId"))
+    pending = int(accepted.get("pending") or 0)
+    if status == "PAUSED":
+        return Text(
+            f"queued: {process_id} is PAUSED ({pending} pending); /resume to have it answered",
+            style="yellow",
+        )
+    if pending > 1:
+        return Text(f"queued behind {pending - 1} message(s) of {process_id}", style="dim")
+    return None

@@ -18,6 +18,7 @@ HELP = """\
 /processes [STATUS]    the processes of this session
 /tree [tp_N]           a process's task tree now (default: the last one that changed)
 /steer tp_N TEXT       send a steering message to a process
+/start [tp_N]          start a process left INIT (default: the chat process)
 /undo [tp_N]           take back the last turn (default: the chat's); your message comes back
 /unsend [SEQ]          withdraw a message not answered yet (default: the last one you sent)
 /pause [tp_N]          pause a process (default: the chat process)
@@ -82,12 +83,12 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
             "process-steer", {"processId": process_id, "message": text.strip()}
         )
         show_reply(chat, reply, f"steered {process_id}")
-    elif name in {"pause", "resume", "stop", "reset"}:
+    elif name in {"start", "pause", "resume", "stop", "reset"}:
         target = rest or chat_process or ""
         reply = await chat.request(f"process-{name}", {"processId": target})
         if reply["type"] != "error":
             process = reply["data"]["process"]
-            chat.printer.line(Text(f"{process['id']}: {process['status']}"))
+            chat.printer.status(process["id"], process["status"], process.get("closeReason"))
         else:
             chat.printer.line(error_text(reply["data"]))
     elif name == "inbox":

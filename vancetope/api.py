@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Generic, TypeVar
 
 from django.db.models import Model, QuerySet
+from django.http import HttpRequest, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -182,3 +183,18 @@ def paginated(
     paginator = Pagination()
     page: Iterable[Model] = paginator.paginate_queryset(rows, request, view=view) or []
     return paginator.get_paginated_response([present(row) for row in page])
+
+
+NO_ENDPOINT = "no-endpoint"
+
+
+def api_not_found(request: HttpRequest, path: str = "") -> JsonResponse:
+    """Any path under /api/ that no view answers: the JSON error body, not Django's HTML 404
+    page (with or without a trailing slash). Its `error` word, `no-endpoint`, tells a client
+    the route is missing, not a row it asked for."""
+    body = ErrorBody(
+        code=404,
+        error=NO_ENDPOINT,
+        message=f"no API endpoint {request.path}; the endpoints are listed at /api/docs/",
+    )
+    return JsonResponse(body.model_dump(mode="json"), status=404)

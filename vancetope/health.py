@@ -13,6 +13,7 @@ from typing import Any
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.contrib.auth import get_user
 from django.db import connection
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
@@ -24,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from vancetope.api import Body
+from vancetope.tenancy.authentication import ApiTokenAuthentication
 
 
 def _check_database() -> str:
@@ -61,7 +63,8 @@ def _check_broker() -> str:
 
 class Check(Body):
     ok: bool
-    # What answered (the database vendor, the layer's class, the broker), or why it failed.
+    # What answered (the database vendor, the layer's class, the broker); if it failed,
+    # `failed`, and why (which may name internal hosts and ports) only to staff.
     detail: str
     ms: float
 
@@ -90,6 +93,20 @@ class JsonOnly(BaseContentNegotiation):
         return next(iter(parsers), None)
 
 
+def _is_staff(request: Request) -> bool:
+    """A staff user by login cookie or API token; a probe's missing or wrong token is simply
+    not staff (never a 401: the probe still gets its answer)."""
+    # The login cookie's user (this view has no DRF authenticators: DRF's user is anonymous).
+    user = get_user(request._request)
+    if user.is_authenticated:
+        return bool(user.is_staff)
+    try:
+        found = ApiTokenAuthentication().authenticate(request)
+    except Exception:
+        return False
+    return bool(found and found[0].is_staff)
+
+
 class Healthz(APIView):
     """/healthz: liveness, for probes; needs no token."""
 
@@ -106,7 +123,9 @@ class Healthz(APIView):
         },
     )
     def get(self, request: Request) -> Response:
-        """Liveness of the database, the channel layer and the task broker."""
+        """Liveness of the database, the channel layer and the task broker; why a check
+        failed is told to staff only (logged in, or by token)."""
+        staff = _is_staff(request)
         checks: dict[str, Check] = {}
         for name, check in (
             ("database", _check_database),
@@ -117,7 +136,7 @@ class Healthz(APIView):
             try:
                 ok, detail = True, check()
             except Exception as exc:
-                ok, detail = False, f"{type(exc).__name__}: {exc}"
+                ok, detail = False, f"failed: {type(exc).__name__}: {exc}" if staff else "failed"
             ms = round((time.perf_counter() - started) * 1000, 2)
             checks[name] = Check(ok=ok, detail=detail, ms=ms)
         health = Health(ok=all(check.ok for check in checks.values()), checks=Checks(**checks))

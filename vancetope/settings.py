@@ -326,5 +326,12 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+    "loggers": {
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},
+        # The embedded scheduler's "Sending due task" every few seconds is not news in the
+        # Brain's console; VANCETOPE_BEAT_LOG_LEVEL=INFO shows it again.
+        "celery.beat": {"level": env_str("VANCETOPE_BEAT_LOG_LEVEL", "WARNING")},
+        "django_celery_beat": {"level": env_str("VANCETOPE_BEAT_LOG_LEVEL", "WARNING")},
+    },
 }

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
@@ -11,6 +11,7 @@ from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
+from vancetope.api import api_not_found
 from vancetope.health import Healthz
 from vancetope.tools.api import ToolHealthViewSet
 
@@ -31,5 +32,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include(router.urls)),
+    # Every other path under /api/ (also with a trailing slash): a JSON 404, not HTML.
+    re_path(r"^api(?:/.*)?$", api_not_found),
     path("", include("webui.urls")),
 ]

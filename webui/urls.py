@@ -13,6 +13,7 @@ app_name = "webui"
 urlpatterns = [
     path("", views.process_list, name="processes"),
     path("processes/<str:process_id>", views.process_detail_page, name="process"),
+    path("processes/<str:process_id>/<str:call>", views.process_call, name="process-call"),
     path("interactive/", views.interactive, name="interactive"),
     path("inbox/", views.inbox_page, name="inbox"),
     path("runs/", runs.runs_page, name="runs"),

@@ -16,8 +16,9 @@ from inbox.models import InboxItem, InboxStatus
 from inbox.presenters import item_data
 from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
+from processes.actions import lifecycle
 from processes.presenters import process_data, process_detail
-from processes.states import Status
+from processes.states import Call, Status, is_allowed
 from triggers.presenters import workflow_data
 from triggers.workflows import filtered_workflows
 from vancetope.errors import BadRequest, BrainError, NotFound
@@ -25,6 +26,15 @@ from vancetope.ids import parse_public_id
 from vancetope.tenancy.services import visible_projects
 
 LIST_LIMIT = 200
+# The lifecycle buttons of the process page, in the order shown; each only where its status
+# allows it (processes/states.py).
+PAGE_CALLS = {
+    Call.START: lifecycle.start_process,
+    Call.PAUSE: lifecycle.pause_process,
+    Call.RESUME: lifecycle.resume_process,
+    Call.RESET: lifecycle.reset_process,
+    Call.STOP: lifecycle.stop_process,
+}
 
 
 @login_required
@@ -62,9 +72,34 @@ def process_detail_page(request: HttpRequest, process_id: str) -> HttpResponse:
         "process": detail,
         "task_tree": json.dumps(tree, indent=2, ensure_ascii=False) if tree is not None else None,
         "children": [process_data(child) for child in children[:LIST_LIMIT]],
+        "calls": [
+            call.value
+            for call in PAGE_CALLS
+            if is_allowed(call, process.status, process.close_reason)
+        ],
         "mode": "dashboard",
     }
     return render(request, "webui/process_detail.html", context)
+
+
+@require_POST
+@login_required
+def process_call(request: HttpRequest, process_id: str, call: str) -> HttpResponse:
+    """A lifecycle button of the process page (start, pause, resume, reset, stop), through
+    the same service as every client; a refusal (409) is shown on the page."""
+    if call not in {c.value for c in PAGE_CALLS}:
+        raise Http404(f"no process call {call!r}")
+    try:
+        pk = parse_public_id("tp", process_id, "process")
+        process = queries.get_visible_process(request.user, pk)
+        changed = PAGE_CALLS[Call(call)](process.pk)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    except BrainError as exc:
+        messages.error(request, f"{process_id}: {exc.message}")
+    else:
+        messages.success(request, f"{process_id}: {call} → {changed.status}.")
+    return redirect("webui:process", process_id=process_id)
 
 
 @login_required
@@ -74,6 +109,8 @@ def interactive(request: HttpRequest) -> HttpResponse:
         "projects": [project.public_id for project in projects],
         # A dashboard page may hand over a process to steer; the socket checks it is visible.
         "focus_process": request.GET.get("process", ""),
+        # The dashboard's "New chat": a new session instead of resuming the tab's.
+        "new_session": request.GET.get("new") == "1",
         "workflows": [
             workflow_data(workflow) for workflow in filtered_workflows(request.user)[:LIST_LIMIT]
         ],

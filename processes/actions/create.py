@@ -8,14 +8,16 @@ from django.conf import settings
 from django.utils import timezone
 
 from engines.base import ParamsRefused
-from engines.registry import get_engine
+from engines.registry import all_engines, get_engine
 from processes.actions import lifecycle
 from processes.budgets import Placement, check_spawn
 from processes.models import ThinkProcess
-from recipes_app.services import resolve_recipe
+from recipes_app.services import effective_recipes, resolve_recipe
 from recipes_app.strategies import ProjectDefinitions
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import BadRequest, Conflict, NotFound
+from vancetope.ids import parse_public_id
+from vancetope.tenancy.models import Project
 from vancetope.ratelimit import PROCESS_CREATE, hit
 
 
@@ -36,7 +38,9 @@ def create_process(
     schema) are a 400 naming the field, and nothing is created. A process a person asked for
     (`requested_by`: WebSocket process-create, REST) counts against their process-create
     limit (VANCETOPE_RATE_PROCESS_CREATE): over it, a 429 and nothing is created."""
-    if session.status != SessionStatus.OPEN:
+    if session.status == SessionStatus.CLOSED:
+        # A SUSPENDED session takes new processes (a REST or `vance create` call while no
+        # client is bound); they run without client tools until a client resumes it.
         raise Conflict(f"session {session.public_id} is {session.status}")
     if parent is not None and parent.session_id != session.pk:
         raise NotFound(f"parent process {parent.public_id} not found in {session.public_id}")
@@ -76,3 +80,61 @@ def create_process(
     if start:
         return lifecycle.start_process(process.pk)
     return process
+
+
+def _field_error(field: str, message: str) -> BadRequest:
+    error = BadRequest(f"{field}: {message}")
+    error.field = field  # type: ignore[attr-defined]
+    return error
+
+
+def check_spawn_names(project: Project, *, engine: str | None, recipe: str | None) -> None:
+    """A think engine or recipe that does not exist here is a 400 naming the field and listing
+    the known ones (a client's create, where the person typed the name)."""
+    if engine and get_engine(engine) is None:
+        known = ", ".join(sorted(impl.name for impl in all_engines()))
+        raise _field_error("thinkEngine", f"no think engine {engine!r}; known: {known}")
+    if recipe:
+        names = [row.name for row in effective_recipes(project)]
+        if recipe not in names:
+            raise _field_error(
+                "recipe",
+                f"no recipe {recipe!r} in project {project.public_id}; known: {', '.join(names)}",
+            )
+
+
+def create_for_user(
+    user: Any,
+    session_id: str,
+    *,
+    goal: str = "",
+    engine: str | None = None,
+    recipe: str | None = None,
+    params: dict[str, Any] | None = None,
+    start: bool = True,
+) -> ThinkProcess:
+    """A person's create over REST or the CLI: in one of their own sessions that is not
+    CLOSED (another user's is a 404), with a wrong engine or recipe a 400 naming it."""
+    try:
+        pk = parse_public_id("sess", session_id, "session")
+    except NotFound as exc:
+        raise _field_error(
+            "session", f"must be a session id like sess_12, not {session_id!r}"
+        ) from exc
+    session = (
+        Session.objects.filter(pk=pk, owner_id=user.pk).select_related("project").first()
+        if user.is_authenticated
+        else None
+    )
+    if session is None:
+        raise NotFound(f"session {session_id} not found")
+    check_spawn_names(session.project, engine=engine, recipe=recipe)
+    return create_process(
+        session,
+        goal=goal,
+        engine=engine,
+        recipe=recipe,
+        params=params,
+        start=start,
+        requested_by=user,
+    )

@@ -13,7 +13,7 @@ from processes.actions.pending import insert_pending, take_seqs
 from processes.lane.wake import wake_lane
 from processes.models import PendingKind, PendingMessage
 from processes.queries import chat_process_of, forget_chat_process, is_visible
-from processes.states import WAKE_ON_MESSAGE, Call, check_call
+from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call, is_allowed
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import Conflict, NotFound
 from vancetope.infra import fastsql
@@ -64,6 +64,10 @@ def steer_many(
                 raise Conflict(f"session sess_{chat_session} has no chat process")
             if session.status != SessionStatus.OPEN:
                 raise Conflict(f"session {session.public_id} is {session.status}")
+        if chat_session is not None and not is_allowed(
+            Call.STEER, process.status, process.close_reason
+        ):
+            raise Conflict(chat_refusal(process.public_id, process.status, process.close_reason))
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         lifecycle.check_session_allows(process, Call.STEER)
         messages = insert_pending(process, kind, [{"text": text} for text in texts])
@@ -84,6 +88,28 @@ def steer_as(
     steered = steer_many(process_id, texts[:allowed], user=user) if allowed else []
     refused = refusal(MESSAGES, str(user.pk)) if allowed < len(texts) else None
     return steered, refused
+
+
+def chat_refusal(process_id: str, status: str, close_reason: str) -> str:
+    """Why a chat message cannot go to the chat process now, and what the person can do (the
+    `vance chat` commands; the WebSocket calls are named beside them)."""
+    if status == Status.INIT:
+        return (
+            f"the chat process {process_id} has not started (INIT): "
+            f"/start it (process-start) to chat"
+        )
+    if status == Status.SUSPENDED:
+        return (
+            f"the chat process {process_id} is SUSPENDED: /resume it (process-resume), "
+            f"or /reset to start it over"
+        )
+    shown = f"CLOSED/{close_reason}" if close_reason else "CLOSED"
+    if close_reason in {CloseReason.STOPPED, CloseReason.FAILED}:
+        return (
+            f"the chat process {process_id} is {shown}: /reset it (process-reset) to start "
+            f"over, or start a new session (vance chat --new)"
+        )
+    return f"the chat process {process_id} is {shown}: start a new session (vance chat --new)"
 
 
 def send_chat(session_id: int, text: str, *, user: Any = None) -> Steered:

@@ -247,7 +247,7 @@ def test_a_resume_from_another_machine_or_directory_is_explained(setup: Setup, t
         process_id = drifted.group(1)
         chat.expect(rf"/stop {process_id}, or /reset {process_id}")
         chat.send_line(f"/resume {process_id}")
-        chat.expect(rf"{process_id}: IDLE")
+        chat.expect(rf"· {process_id} IDLE")
         chat.send_line("/quit")
         assert chat.wait() == 0
     finally:

@@ -13,9 +13,14 @@ from tests.conftest import open_session, wait_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("processes", "0002_conversation_epoch")]
-# Forward to the newest: the model the test reads with has every later column.
-AFTER = [("processes", "0005_llm_calls")]
 BEFORE_TREES = [("processes", "0003_consumed_count")]
+
+
+def newest() -> list[tuple[str, str]]:
+    """The newest processes migration: the model the test reads with has every later column."""
+    leaves = MigrationExecutor(connection).loader.graph.leaf_nodes("processes")
+    assert len(leaves) == 1, leaves
+    return leaves
 
 
 def migrate(targets: list[tuple[str, str]]) -> None:
@@ -37,7 +42,7 @@ def test_consumed_count_is_filled_from_the_consumed_messages(alice):
     try:
         # when: the database goes back to before the column, and forward again
         migrate(BEFORE)
-        migrate(AFTER)
+        migrate(newest())
         # then: the column counts what was consumed; what waits is what is pending
         process = ThinkProcess.objects.get(pk=pid)
         assert process.consumed_count == 3
@@ -60,7 +65,7 @@ def test_children_made_before_trees_get_their_depth_and_budget_root(alice):
     try:
         # when: the database goes back to before the columns, and forward again
         migrate(BEFORE_TREES)
-        migrate(AFTER)
+        migrate(newest())
         # then: depths count from the top; the chat process is nobody's budget root
         placed = {p.pk: (p.depth, p.root_id) for p in ThinkProcess.objects.all()}
         assert placed[chat.pk] == (0, None)

@@ -211,18 +211,44 @@ def test_a_409_is_shown_as_a_notice_and_the_socket_stays_usable(page):
     expect(page.locator("#chat-log")).to_contain_text("echo: still here")
 
 
-def test_dashboard_filters_by_status_and_opens_the_closed_chat(page):
+def test_a_reload_resumes_the_session_with_its_transcript(page):
+    root = page.locator("#interactive")
+    session = root.get_attribute("data-session")
+    chat = root.get_attribute("data-chat-process")
+    # when: the page is reloaded
+    page.reload()
+    # then: the same session is resumed (not a new one), the transcript is back, user lines too
+    expect(root).to_have_attribute("data-connection", "open")
+    expect(root).to_have_attribute("data-session-how", "resumed")
+    assert (root.get_attribute("data-session"), root.get_attribute("data-chat-process")) == (
+        session,
+        chat,
+    )
+    expect(page.locator("#connection")).to_have_text(f"resumed · {session}")
+    expect(page.locator("#chat-log .message.role-user").first).to_contain_text("slowly please")
+    expect(page.locator("#chat-log")).to_contain_text("echo: still here")
+    expect(page.locator("#process-status")).to_have_text("IDLE")
+    page.fill("#chat-input", "after the reload")
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-log .message.role-assistant[data-final=true]").last).to_contain_text(
+        "echo: after the reload"
+    )
+
+
+def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
     chat = page.locator("#interactive").get_attribute("data-chat-process")
-    # when: the interactive page is left, its web session closes, and so does its chat process
+    # when: the interactive page is left, its web session is suspended (not closed)
     page.goto("/")
     expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
+    expect(page.locator("#new-chat")).to_have_attribute("href", "/interactive/?new=1")
+    expect(page.locator("#new-process-link")).to_have_attribute("href", "/interactive/#new-process")
     screenshot(page, "dashboard-desktop")
     at_width(page, PHONE, "dashboard-phone")
-    page.select_option("#status", "CLOSED")
+    page.select_option("#status", "SUSPENDED")
     # then
-    expect(page).to_have_url(re.compile(r"/\?status=CLOSED$"))
+    expect(page).to_have_url(re.compile(r"/\?status=SUSPENDED$"))
     row = page.locator(f"#process-table tr[data-process='{chat}']")
-    expect(row).to_contain_text("CLOSED")
+    expect(row).to_contain_text("SUSPENDED")
     expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
     expect(page.locator("#process-table .status-IDLE")).to_have_count(0)
     # when
@@ -230,6 +256,7 @@ def test_dashboard_filters_by_status_and_opens_the_closed_chat(page):
     # then
     expect(page.locator("#conversation")).to_contain_text("echo: focus on 2024")
     expect(page.locator("#task-tree")).to_contain_text("no task tree")
+    expect(page.locator("#process-calls button")).to_have_text(["Resume", "Reset", "Stop"])
     for section in ("#runs", "#inbox"):
         expect(page.locator(section)).to_have_attribute(
             "data-state", re.compile("unavailable|loaded")
@@ -243,15 +270,55 @@ def test_dashboard_filters_by_status_and_opens_the_closed_chat(page):
 def test_stopping_a_process_closes_it_and_turns_the_controls_off(page):
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    expect(page.locator("#interactive")).to_have_attribute("data-session-how", "resumed")
     status = page.locator("#process-status")
     expect(status).to_have_text("IDLE")
+    old_session = page.locator("#interactive").get_attribute("data-session")
     # when
     page.click("button[data-command=process-stop]")
-    # then
+    # then: closed, with its reason, and the chat says how to go on
     expect(status).to_have_text("CLOSED")
+    expect(page.locator("#process-close-reason")).to_have_text("STOPPED")
+    expect(page.locator("#notice")).to_contain_text("start a New session to chat again")
     for command in ("process-pause", "process-resume", "process-stop"):
         expect(page.locator(f"button[data-command={command}]")).to_be_disabled()
     expect(page.locator("#steer-send")).to_be_disabled()
+    expect(page.locator("#chat-send")).to_be_disabled()
+    # when: a new session is asked for
+    page.click("#project-form button[type=submit]")
+    # then
+    expect(page.locator("#interactive")).to_have_attribute("data-session-how", "created")
+    assert page.locator("#interactive").get_attribute("data-session") != old_session
+    expect(status).to_have_text("IDLE")
+
+
+def test_new_chat_on_the_dashboard_opens_a_new_session(page):
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    before = page.locator("#interactive").get_attribute("data-session")
+    page.goto("/")
+    # when
+    page.click("#new-chat")
+    # then
+    expect(page.locator("#interactive")).to_have_attribute("data-session-how", "created")
+    assert page.locator("#interactive").get_attribute("data-session") != before
+    expect(page.locator("#chat-log .message")).to_have_count(0)
+
+
+def test_new_process_on_the_dashboard_creates_one_in_the_session(page):
+    page.goto("/")
+    # when
+    page.click("#new-process-link")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    expect(page.locator("#create-recipe option[value=ford]")).to_have_count(1)
+    page.select_option("#create-recipe", "ford")
+    page.fill("#create-goal", "a goal from the form")
+    page.click("#create-send")
+    # then: the new process is selected
+    expect(page.locator("#notice")).to_contain_text("(ford)")
+    created = page.locator("#process-select").input_value()
+    assert created != page.locator("#interactive").get_attribute("data-chat-process")
+    expect(page.locator("#process-select option:checked")).to_contain_text("a goal from the form")
 
 
 def test_a_process_page_hands_its_process_to_a_second_interactive_tab_for_steering(page):

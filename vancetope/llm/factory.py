@@ -50,6 +50,11 @@ def _settings_key() -> tuple[Any, ...]:
             f"VANCETOPE_LLM={kind!r} is not a known LLM provider; "
             f"use one of: {', '.join(PROVIDER_KINDS)}"
         )
+    if kind == "anthropic" and not settings.ANTHROPIC_API_KEY:
+        raise ImproperlyConfigured(
+            "VANCETOPE_LLM=anthropic needs ANTHROPIC_API_KEY (your Anthropic API key); set it, "
+            "or choose another provider (scripted, openai)"
+        )
     shared = (kind, settings.VANCETOPE_LLM_MODEL)
     if kind == "scripted":
         script = settings.VANCETOPE_LLM_SCRIPT

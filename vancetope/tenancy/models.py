@@ -133,12 +133,23 @@ class ApiToken(models.Model):
 
     objects = ApiTokenQuerySet.as_manager()
 
+    class Meta:
+        verbose_name = "API token"
+        verbose_name_plural = "API tokens"
+
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
 
     @classmethod
     def issue(cls, user: Any, name: str) -> tuple[ApiToken, str]:
         """Create a token and return it with its raw value, which is never stored."""
-        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, prefix=raw[:10], key_hash=hash_token(raw))
+        token = cls(user=user, name=name)
+        raw = token.set_new_key()
+        token.save()
         return token, raw
+
+    def set_new_key(self) -> str:
+        """Give this (unsaved) token a fresh key; return the raw key, which is never stored."""
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self.prefix, self.key_hash = raw[:10], hash_token(raw)
+        return raw

@@ -90,6 +90,8 @@ class McpServer(models.Model):
 
     class Meta:
         ordering = ["project", "name"]
+        verbose_name = "MCP server"
+        verbose_name_plural = "MCP servers"
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="uniq_mcp_server_name"),
             models.CheckConstraint(

@@ -38,5 +38,11 @@ class Command(BaseCommand):
                 f"admin login (shown once): user {result.username!r}, "
                 f"password {result.new_password!r}"
             )
+        else:
+            # Its password was shown once, at the first run; this is how to get a new one.
+            self.stdout.write(
+                f"admin user {result.username!r} exists; to set a new password: "
+                f".venv/bin/python manage.py changepassword {result.username}"
+            )
         state = "written to" if result.token_written else "already valid in"
         self.stdout.write(f"API token {state} {result.token_file}")

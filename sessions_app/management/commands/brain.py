@@ -11,8 +11,9 @@ from typing import Any
 from daphne.endpoints import build_endpoint_description_strings
 from daphne.server import Server
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
 from processes.recovery import recover_processes
@@ -34,6 +35,19 @@ def server_frame_limit() -> int:
     return max(16 * settings.VANCETOPE_MAX_FRAME_BYTES, 16 * 1024 * 1024)
 
 
+def _embedded_scheduler() -> type:
+    from django_celery_beat.schedulers import DatabaseScheduler
+
+    class EmbeddedScheduler(DatabaseScheduler):  # type: ignore[misc]
+        """django-celery-beat's scheduler for the embedded Brain, which has no broker: an
+        entry naming a task this Brain does not have is logged, not sent nowhere."""
+
+        def send_task(self, name: str, *args: Any, **kwargs: Any) -> None:
+            log.error("scheduled task %r is not a task of this Brain; not run", name)
+
+    return EmbeddedScheduler
+
+
 class Command(BaseCommand):
     help = "Start the Brain (HTTP + WebSocket; embedded: worker and scheduler in-process)."
 
@@ -42,6 +56,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8000)
 
     def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            # A provider that cannot work (an unknown name, a missing key) is a one-line
+            # error now, not a traceback, nor silence until the first chat fails.
+            describe_provider()
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from exc
         call_command("migrate", interactive=False, verbosity=0)
         sync_bundled_recipes()
         sync_bundled_strategies()
@@ -86,7 +106,10 @@ class Command(BaseCommand):
         from vancetope.celery import app
 
         app.conf.task_always_eager = True
-        beat = EmbeddedService(app, thread=True, scheduler_cls=settings.CELERY_BEAT_SCHEDULER)
+        # The tasks modules, so every schedule entry finds its task here: beat sends a task it
+        # does not know by name to a broker (AlwaysEagerIgnored), and there is none.
+        app.loader.import_default_modules()
+        beat = EmbeddedService(app, thread=True, scheduler_cls=_embedded_scheduler())
         beat.daemon = True
         beat.start()
         return beat

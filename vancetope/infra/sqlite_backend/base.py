@@ -11,6 +11,7 @@ process on the same file) still meet the busy handler, as with the stock backend
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -21,8 +22,24 @@ _write_lock = threading.Lock()
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
 
+def create_private(name: str) -> None:
+    """Create the database file readable by its owner only (0600) before SQLite opens it:
+    SQLite would create it by the umask (often 0644, world-readable: conversations, token
+    hashes), and gives its -wal and -shm files the database file's permissions."""
+    if not name or name == ":memory:" or name.startswith("file:"):
+        return
+    try:
+        os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
     holds_write_lock = False
+
+    def get_new_connection(self, conn_params: dict[str, Any]) -> Any:
+        create_private(str(conn_params.get("database", "")))
+        return super().get_new_connection(conn_params)
 
     def _start_transaction_under_autocommit(self) -> None:
         _write_lock.acquire()

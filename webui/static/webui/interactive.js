@@ -30,6 +30,10 @@
     select: $("process-select"),
     status: $("process-status"),
     pending: $("process-pending"),
+    closeReason: $("process-close-reason"),
+    createForm: $("create-form"),
+    recipe: $("create-recipe"),
+    goal: $("create-goal"),
     steerForm: $("steer-form"),
     steerInput: $("steer-input"),
     steerSend: $("steer-send"),
@@ -46,6 +50,8 @@
   let socket = null;
   let counter = 0;
   let chatProcessId = null;
+  let boundAt = 0;
+  let replaying = false; // the missed events of a resume are being shown
   const replies = new Map(); // request id -> callback(frame)
   const processes = new Map(); // process id -> {status, closeReason, goal}
   const streaming = new Map(); // process id -> the assistant bubble being streamed into
@@ -73,14 +79,15 @@
     while (ui.events.children.length > 50) ui.events.lastChild.remove();
   }
 
-  function send(type, data, onReply) {
+  // onReply gets the reply; with wantsErrors it gets an error frame too (else a notice shows it).
+  function send(type, data, onReply, wantsErrors) {
     if (!socket || socket.readyState !== WebSocket.OPEN) {
       notice("Not connected.", true);
       return;
     }
     counter += 1;
     const id = "w" + counter;
-    if (onReply) replies.set(id, onReply);
+    if (onReply) replies.set(id, { onReply, wantsErrors: Boolean(wantsErrors) });
     socket.send(JSON.stringify({ type, id, data: data || {} }));
   }
 
@@ -126,6 +133,7 @@
     const status = process ? process.status : "";
     ui.status.textContent = status || "—";
     ui.status.className = "status" + (status ? " status-" + status : "");
+    ui.closeReason.textContent = process && status === "CLOSED" && process.closeReason ? process.closeReason : "";
     root.dataset.processStatus = status;
     const open = socket && socket.readyState === WebSocket.OPEN;
     for (const button of ui.commands) {
@@ -143,6 +151,7 @@
     if (data.processId === ui.select.value) ui.pending.textContent = "";
     remember({ id: data.processId, status: data.status, closeReason: data.closeReason || null });
     if (data.processId === chatProcessId) showSelected();
+    if (!replaying && data.processId === chatProcessId && data.status === "CLOSED") showChatClosed(processes.get(chatProcessId));
   }
 
   // An undone turn leaves the log: the process's last user message with the undone text, and
@@ -242,6 +251,11 @@
         break;
       case "session-status":
         logEvent("session " + data.status);
+        // A reload's old socket may be let go just after the new one resumed the session:
+        // that late disconnect suspends it, so the page resumes it once more.
+        if (!replaying && data.status === "SUSPENDED" && Date.now() - boundAt < 5000 && root.dataset.session) {
+          resumeSession(root.dataset.session);
+        }
         break;
       case "inbox-item": {
         // News in the events list, and the inbox panel's items and count follow it.
@@ -268,12 +282,12 @@
     }
     const callback = frame.replyTo ? replies.get(frame.replyTo) : null;
     if (frame.replyTo) replies.delete(frame.replyTo);
-    if (frame.type === "error") {
+    if (frame.type === "error" && !(callback && callback.wantsErrors)) {
       const error = frame.data || {};
       notice(error.code + " " + error.error + ": " + error.message, true);
       return;
     }
-    if (callback) callback(frame);
+    if (callback) callback.onReply(frame);
   }
 
   // --- session ---------------------------------------------------------------------------------
@@ -290,27 +304,109 @@
     }
   }
 
+  // The tab's session survives a reload: its id is kept in sessionStorage (per tab, so a second
+  // tab has a session of its own) and the page resumes it with the browser's id as the machine
+  // id. Leaving suspends it (the web client's default onDisconnect), it is not stopped.
+  const STORED = "vancetope.interactive.session";
+
+  function browserId() {
+    let id = localStorage.getItem("vancetope.browser");
+    if (!id) {
+      const random = window.crypto && crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now();
+      id = "browser-" + random;
+      localStorage.setItem("vancetope.browser", id);
+    }
+    return id;
+  }
+
+  function storedSession() {
+    try {
+      return JSON.parse(sessionStorage.getItem(STORED) || "null");
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function showChatClosed(process) {
+    const reason = process.closeReason ? " (" + process.closeReason + ")" : "";
+    notice("The chat process " + process.id + " is CLOSED" + reason + ": start a New session to chat again.", true);
+    ui.chatSend.disabled = true;
+  }
+
+  function bound(session, how) {
+    boundAt = Date.now();
+    chatProcessId = session.chatProcessId;
+    root.dataset.session = session.id;
+    root.dataset.chatProcess = chatProcessId;
+    root.dataset.sessionHow = how;
+    sessionStorage.setItem(STORED, JSON.stringify({ sessionId: session.id, project: ui.project.value }));
+    setConnection("open", (how === "resumed" ? "resumed · " : "connected · ") + session.id);
+    ui.select.value = chatProcessId;
+    ui.chatSend.disabled = false;
+    showSelected();
+    loadProcesses();
+    inbox.load();
+    if (ui.recipe) loadRecipes();
+  }
+
+  function createSession() {
+    send(
+      "session-create",
+      { clientType: "web", projectId: ui.project.value, fingerprint: { machineId: browserId() } },
+      (frame) => {
+        remember({ id: frame.data.chatProcessId, status: "IDLE" });
+        bound(frame.data.session, "created");
+      },
+    );
+  }
+
+  function resumeSession(sessionId) {
+    send(
+      "session-resume",
+      { sessionId, fingerprint: { machineId: browserId() }, sinceSeq: 0 },
+      (frame) => {
+        if (frame.type === "error") {
+          // Closed meanwhile, or not this browser's: a new session, and say why.
+          sessionStorage.removeItem(STORED);
+          notice("Session " + sessionId + " could not be resumed (" + frame.data.message + "); a new one was started.");
+          createSession();
+          return;
+        }
+        frame.data.processes.forEach(remember);
+        bound(frame.data.session, "resumed");
+        // The transcript so far; tool calls of then are not answered again.
+        replaying = true;
+        try {
+          frame.data.missed.filter((event) => event.event !== "tool-call").forEach(onEvent);
+        } finally {
+          replaying = false;
+        }
+        const chat = processes.get(chatProcessId);
+        if (chat && chat.status === "CLOSED") showChatClosed(chat);
+      },
+      true,
+    );
+  }
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + root.dataset.socket);
     setConnection("connecting", "connecting…");
     socket.addEventListener("open", () => {
-      send(
-        "session-create",
-        { clientType: "web", projectId: ui.project.value, onDisconnect: "CLOSE" },
-        (frame) => {
-          chatProcessId = frame.data.chatProcessId;
-          root.dataset.session = frame.data.session.id;
-          root.dataset.chatProcess = chatProcessId;
-          setConnection("open", "connected · " + frame.data.session.id);
-          remember({ id: chatProcessId, status: "IDLE" });
-          ui.select.value = chatProcessId;
-          ui.chatSend.disabled = false;
-          showSelected();
-          loadProcesses();
-          inbox.load();
-        },
-      );
+      const remembered = root.dataset.new === "true" ? null : storedSession();
+      if (root.dataset.new === "true") {
+        // Asked for once (the dashboard's New chat): a reload of this page resumes it.
+        const url = new URL(location.href);
+        url.searchParams.delete("new");
+        history.replaceState(null, "", url.pathname + url.search + url.hash);
+      }
+      root.dataset.new = "false";
+      if (remembered && remembered.sessionId) {
+        if (remembered.project) ui.project.value = remembered.project;
+        resumeSession(remembered.sessionId);
+      } else {
+        createSession();
+      }
     });
     socket.addEventListener("message", (message) => onFrame(JSON.parse(message.data)));
     socket.addEventListener("close", (closed) => {
@@ -320,9 +416,7 @@
     });
   }
 
-  function newSession(event) {
-    event.preventDefault();
-    if (socket) socket.close();
+  function reconnectFresh() {
     chatProcessId = null;
     processes.clear();
     streaming.clear();
@@ -331,6 +425,22 @@
     ui.select.replaceChildren();
     ui.log.replaceChildren();
     connect();
+  }
+
+  // New session: the old one is closed (its processes stop), then a new one is opened.
+  function newSession(event) {
+    event.preventDefault();
+    sessionStorage.removeItem(STORED);
+    root.dataset.new = "true";
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      reconnectFresh();
+      return;
+    }
+    const old = socket;
+    send("session-close", {}, () => {
+      old.close();
+      reconnectFresh();
+    }, true);
   }
 
   // --- user actions ----------------------------------------------------------------------------
@@ -409,6 +519,36 @@
         ui.select.value = frame.data.process.id;
         showSelected();
         notice("Started " + frame.data.process.id + " (run " + frame.data.runId + ").");
+      });
+    });
+  }
+
+  // New process: one of the project's recipes with a goal, created in this session
+  // (process-create); it joins the list, selected.
+  function loadRecipes() {
+    send("recipes-list", {}, (frame) => {
+      const options = frame.data.recipes
+        .filter((recipe) => recipe.category !== "service")
+        .map((recipe) => {
+          const option = document.createElement("option");
+          option.value = recipe.name;
+          option.textContent = recipe.name + " (" + recipe.engine + ")";
+          return option;
+        });
+      ui.recipe.replaceChildren(...options);
+      if (ui.recipe.querySelector('option[value="deep-think"]')) ui.recipe.value = "deep-think";
+    });
+  }
+
+  if (ui.createForm) {
+    ui.createForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      send("process-create", { recipe: ui.recipe.value, goal: ui.goal.value.trim() }, (frame) => {
+        remember(frame.data.process);
+        ui.select.value = frame.data.process.id;
+        ui.goal.value = "";
+        showSelected();
+        notice("Created " + frame.data.process.id + " (" + frame.data.process.recipe + ").");
       });
     });
   }

@@ -93,6 +93,8 @@
     function showStatus(process) {
       statusBadge.textContent = process.status;
       statusBadge.className = "status status-" + process.status;
+      const reason = document.getElementById("process-close-reason");
+      if (reason) reason.textContent = process.closeReason || "";
       section.dataset.processStatus = process.status;
     }
 
