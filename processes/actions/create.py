@@ -17,8 +17,8 @@ from recipes_app.strategies import ProjectDefinitions
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.ids import parse_public_id
-from vancetope.tenancy.models import Project
 from vancetope.ratelimit import PROCESS_CREATE, hit
+from vancetope.tenancy.models import Project
 
 
 def create_process(
