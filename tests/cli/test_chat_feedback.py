@@ -89,7 +89,7 @@ async def test_a_message_sent_while_the_chat_is_paused_says_it_is_queued(chat):
     client._dispatch(event(1, "process-status", processId="tp_1", status="PAUSED"))
     # when
     sending = asyncio.create_task(client._handle_line("hello"))
-    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 1})
+    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 1, "seq": 1})
     await sending
     # then
     assert lines(output)[-1] == "queued: tp_1 is PAUSED (1 pending); /resume to have it answered"
@@ -100,11 +100,11 @@ async def test_a_message_behind_others_says_so_and_an_answered_one_says_nothing(
     client._dispatch(event(1, "process-status", processId="tp_1", status="RUNNING"))
     before = len(lines(output))
     sending = asyncio.create_task(client._handle_line("first"))
-    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 1})
+    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 1, "seq": 2})
     await sending
     assert len(lines(output)) == before
     sending = asyncio.create_task(client._handle_line("second"))
-    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 2})
+    await reply_to_last(client, "chat-accepted", {"processId": "tp_1", "pending": 2, "seq": 3})
     await sending
     assert lines(output)[-1] == "queued behind 1 message(s) of tp_1"
 
