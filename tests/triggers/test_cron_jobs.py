@@ -56,7 +56,8 @@ def assert_continued_three_of_five(run_id: str, process_id: int) -> None:
     assert process.status == Status.PAUSED
     assert process.waiting == 2
     # The run's own system session is closed; the process kept its session.
-    assert run.session is not None and run.session.system
+    assert run.session is not None
+    assert run.session.system
     assert process.session_id != run.session_id
     wait_until(lambda: Session.objects.get(pk=run.session_id).status == "CLOSED")
 
@@ -231,7 +232,8 @@ def test_an_edit_goes_to_the_periodic_task_and_marks_beat_to_reload(alice):
     api = alice.api()
     job = api.post("/api/cron-jobs", continue_body(chat_id), format="json").json()
     task = PeriodicTask.objects.get(cron_job__pk=int(job["id"].removeprefix("cron_")))
-    assert task.enabled and task.crontab.hour == "3"
+    assert task.enabled
+    assert task.crontab.hour == "3"
     marked = PeriodicTasks.last_change()
     # when the schedule changes and the job is disabled
     edited = api.patch(
