@@ -145,9 +145,20 @@ def _new_run(job: CronJob, session: Session | None, process: ThinkProcess | None
     )
 
 
-def _finish(run: RunLog, status: RunStatus, changes: dict[str, Any]) -> bool:
+def _finish(
+    run: RunLog,
+    status: RunStatus,
+    changes: dict[str, Any],
+    notice: tuple[str, str] | None = None,
+) -> bool:
+    """Write the run's outcome once (with its owner's notification), then close its session."""
+    if notice:
+        changes["notifications_sent"] = 1
     with transaction.atomic():
         done = transitions.finish(run, status, changes, runs.announce, changes.get("error", ""))
+        if done and notice:
+            text, level = notice
+            notify(run.owner, run.project, text, level, run=run, process_id=run.process_public_id)
     if done and run.owns_session and run.session_id is not None:
         _close(run.session_id)
     return done
@@ -229,10 +240,7 @@ def continuation_settled(process: ThinkProcess, status: str, reason: str) -> Non
         quota = quotas.ended(quota, str(status))
         ThinkProcess.objects.filter(pk=process.pk).update(run_quota=quota)
     status_of, changes = _outcome(current, quota)
-    notice = _notice(run, current, status_of, changes)
-    changes["notifications_sent"] = 1 if notice else 0
-    if _finish(run, status_of, changes) and notice:
-        notify(run.owner, run.project, notice[0], notice[1], run=run, process_id=current.public_id)
+    _finish(run, status_of, changes, _notice(run, current, status_of, changes))
 
 
 def _pk(run_id: str) -> int:
