@@ -34,7 +34,7 @@ from processes.actions import lifecycle
 from processes.lane import quota as quotas
 from processes.lane.wake import wake_lane
 from processes.models import ThinkProcess
-from processes.queries import get_visible_process
+from processes.queries import is_visible
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
 from sessions_app.models import ClientType, Session, SessionStatus
@@ -51,7 +51,7 @@ from triggers.models import (
     TriggerType,
 )
 from triggers.notifications import notify
-from vancetope.errors import BrainError
+from vancetope.errors import BrainError, NotFound
 from vancetope.ids import parse_public_id
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def _close(session_id: int) -> None:
 def _continue(job: CronJob) -> RunLog:
     action = job.action
     limits = action["constraints"]
-    process = get_visible_process(job.owner, parse_public_id("tp", action["processId"], "process"))
+    process = _visible_process(job.owner, action["processId"])
     session = runs.open_system_session(job.project, ClientType.CRON)
     run = _new_run(job, session, process)
     found = process.status
@@ -207,6 +207,15 @@ def _continue(job: CronJob) -> RunLog:
         _finish(run, RunStatus.FAILED, {"error": exc.message})
     run.refresh_from_db()
     return run
+
+
+def _visible_process(owner: Any, process_id: str) -> ThinkProcess:
+    """The job's process, if its owner still sees it (by primary key: one cheap statement)."""
+    pk = parse_public_id("tp", process_id, "process")
+    process = ThinkProcess.objects.select_related("session").filter(pk=pk).first()
+    if process is None or not is_visible(process, owner):
+        raise NotFound(f"process {process_id} not found")
+    return process
 
 
 def _resume(process: ThinkProcess, found: str, quota: dict[str, Any]) -> None:

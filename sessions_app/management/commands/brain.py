@@ -86,6 +86,10 @@ class Command(BaseCommand):
         from vancetope.celery import app
 
         app.conf.task_always_eager = True
+        # The tasks modules are imported as a worker would at its start (autodiscovery):
+        # beat runs a due entry eagerly only if its task is registered here, and would send
+        # any other one to the in-memory broker, where nothing takes it (cron firings, sweeps).
+        app.loader.import_default_modules()
         beat = EmbeddedService(app, thread=True, scheduler_cls=settings.CELERY_BEAT_SCHEDULER)
         beat.daemon = True
         beat.start()
