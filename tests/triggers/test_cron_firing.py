@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from inbox.models import InboxItem, InboxKind
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import steer_many
 from processes.models import ThinkProcess
@@ -206,3 +207,37 @@ def test_a_job_on_a_running_process_fails_with_the_reason(alice, script):
     assert second.outcome == FiringOutcome.FAILED
     assert "is RUNNING: process_continue continues a PAUSED, SUSPENDED or IDLE" in second.reason
     assert finished_run(first.run.public_id).status == RunStatus.COMPLETED
+
+
+def test_stop_on_approval_ends_the_run_when_the_process_posts_an_approval(alice, script):
+    # given a chat whose first task asks its person for an approval
+    script(
+        [
+            {
+                "match": "question 1",
+                "times": 1,
+                "tool_calls": [
+                    {
+                        "name": "inbox_post",
+                        "arguments": {"kind": "APPROVAL", "title": "Deploy?", "body": "v2"},
+                    }
+                ],
+            },
+        ]
+    )
+    chat_id = paused_with_pending(alice, 5)
+    job = job_for(alice, continue_body(chat_id, stopOnApproval=True))
+    # when the job continues it for up to three tasks
+    firing = fire(job.pk, NINE)
+    run = finished_run(firing.run.public_id)
+    # then the run stops after the task that posted the approval, and says what it waits for
+    item = InboxItem.objects.get(origin_process_id=chat_id, kind=InboxKind.APPROVAL)
+    assert run.status == RunStatus.BLOCKED
+    assert run.tasks_executed == 1
+    assert run.blocked_reasons == [
+        {"processId": f"tp_{chat_id}", "reason": f"approval {item.public_id} waits for an answer"}
+    ]
+    process = wait_until(
+        lambda: ThinkProcess.objects.filter(pk=chat_id, status=Status.PAUSED).first()
+    )
+    assert process.waiting == 4
