@@ -58,8 +58,9 @@ def assert_continued_three_of_five(run_id: str, process_id: int) -> None:
     # The run's own system session is closed; the process kept its session.
     assert run.session is not None
     assert run.session.system
-    assert process.session_id != run.session_id
-    wait_until(lambda: Session.objects.get(pk=run.session_id).status == "CLOSED")
+    session_id = run.session.pk
+    assert process.session_id != session_id
+    wait_until(lambda: Session.objects.get(pk=session_id).status == "CLOSED")
 
 
 def test_a_cron_job_over_rest_continues_a_paused_process_for_max_tasks(alice):
