@@ -55,7 +55,7 @@ class CronJobPage(Page[CronJobObject]):
 
 
 class CronJobInput(Body):
-    """A cron job body (PROTOCOL.md, "Cron job"); on PATCH every field is optional."""
+    """A cron job body (PROTOCOL.md, "Cron job")."""
 
     name: str | None = None
     projectId: str | None = None
@@ -64,6 +64,17 @@ class CronJobInput(Body):
     enabled: bool = True
     overlap: Literal["skip", "allow"] = "skip"
     action: dict[str, Any]
+
+
+class CronJobPatch(Body):
+    """The fields of a cron job a PATCH changes; the others stay."""
+
+    name: str | None = None
+    schedule: str | None = None
+    timezone: str | None = None
+    enabled: bool | None = None
+    overlap: Literal["skip", "allow"] | None = None
+    action: dict[str, Any] | None = None
 
 
 class CronFiredData(Body):
@@ -96,7 +107,7 @@ class CronJobViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, job_id: str) -> Response:
         return Response(cron_job_data(cron.get_visible_job(request.user, job_id), firings=True))
 
-    @extend_schema(request=CronJobInput, responses={200: CronJobObject, **errors(400, 401, 404)})
+    @extend_schema(request=CronJobPatch, responses={200: CronJobObject, **errors(400, 401, 404)})
     def partial_update(self, request: Request, job_id: str) -> Response:
         job = cron.update_job(request.user, job_id, request.data)
         return Response(cron_job_data(job))
