@@ -67,6 +67,9 @@ class ThinkProcess(models.Model):
     # LLM calls its turns and lifecycle calls made (a run log sums them over a tree).
     llm_calls = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # A bounded continuation (a cron job's process_continue, processes/lane/quota.py): empty
+    # for every other process, so their turns check nothing.
+    run_quota = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

@@ -10,9 +10,12 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from triggers import workflows
+from triggers import cron_admin, workflows
 from triggers.models import Notification, RunLog, RunTransition, Workflow
 from vancetope.errors import BadRequest
+
+# Cron jobs and their firings have their own module (edited through triggers/cron.py).
+__all__ = ["cron_admin"]
 
 
 class WorkflowForm(forms.ModelForm):

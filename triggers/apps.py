@@ -12,11 +12,17 @@ class TriggersConfig(AppConfig):
         # A person's runs are written by the lane's commits, through its wake listeners.
         from inbox.services import on_item_posted
         from processes.actions.reports import on_process_settled
+        from processes.lane.quota import on_quota_turn
         from processes.lane.wakes import on_wake_committed
         from triggers.approvals import item_posted
+        from triggers.cron_fire import approval_posted, continuation_settled
         from triggers.human_runs import wake_committed
         from triggers.runs import process_settled
 
         on_process_settled(process_settled)
         on_wake_committed(wake_committed)
         on_item_posted(item_posted)
+        # A cron job's process_continue: its run ends when its process settles, and a posted
+        # APPROVAL item ends it early (stopOnApproval).
+        on_process_settled(continuation_settled)
+        on_quota_turn(approval_posted)

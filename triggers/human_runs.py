@@ -22,6 +22,7 @@ from typing import Any
 from django.db.models import F
 from django.utils import timezone
 
+from processes.lane import quota as quotas
 from processes.lane.wakes import Wake
 from processes.models import ThinkProcess
 from processes.queries import session_facts
@@ -35,6 +36,8 @@ from vancetope.infra import fastsql
 # The key of a process's params that names its system run (triggers.runs.RUN_PARAM).
 RUN_PARAM = "runId"
 # The wake's key for its run log (Wake.stored): 1 once it is stored `running`.
+# The wake is a cron job's bounded continuation (processes/lane/quota.py), not a person's.
+CONTINUED = "continued"
 STORED = "runLog"
 
 # Notifications sent for a process's run before its run log is stored (an approval posted in
@@ -49,6 +52,10 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
     params = process.engine_params
     if isinstance(params, dict) and RUN_PARAM in params:
         return []  # the process of a system (or workflow) run: triggers.runs logs it
+    if CONTINUED in wake.stored or quotas.active(process) is not None:
+        # A cron job's continuation of the process: its cron run logs the wake.
+        wake.stored[CONTINUED] = 1
+        return []
     if status == Status.RUNNING and process.parent_id is not None:
         return []
     facts = session_facts(process.session_id)

@@ -1,5 +1,5 @@
-"""Workflows (task-tree templates), run logs of system runs, and stored notifications
-(ARCHITECTURE §1, §8). Cron jobs, webhooks and their trigger events come in a later step."""
+"""Workflows (task-tree templates), cron jobs and their firings, run logs of system runs, and
+stored notifications (ARCHITECTURE §1, §8)."""
 
 from __future__ import annotations
 
@@ -167,3 +167,91 @@ class Notification(models.Model):
     @property
     def public_id(self) -> str:
         return f"ntf_{self.pk}"
+
+
+class CronAction(models.TextChoices):
+    PROCESS_CONTINUE = "process_continue"  # continue a process within maxTasks / maxTokens
+    RUN_WORKFLOW = "run_workflow"  # run a workflow with a fixed input
+    BRAIN_LINKER = "brain_linker"  # the knowledge-graph linker (refused until it exists)
+
+
+class CronOverlap(models.TextChoices):
+    SKIP = "skip"  # a firing while the job's previous run still runs is skipped, and recorded
+    ALLOW = "allow"  # every firing runs, whether or not the previous run is over
+
+
+class CronJob(models.Model):
+    """A schedule and an action of a project (PROTOCOL.md, "Cron job"), fired by its
+    django-celery-beat PeriodicTask, which triggers/cron.py keeps in step with this row."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cron_jobs")
+    # Whom its runs are for (their RunLog owner), and who is notified of them.
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cron_jobs"
+    )
+    name = models.CharField(max_length=100, blank=True)
+    # Five cron fields (minute hour day-of-month month day-of-week), checked by the libraries
+    # beat itself uses (python-crontab, celery's crontab).
+    schedule = models.CharField(max_length=200)
+    time_zone = models.CharField(max_length=64, default="UTC")
+    enabled = models.BooleanField(default=True)
+    overlap = models.CharField(max_length=8, choices=CronOverlap.choices, default=CronOverlap.SKIP)
+    action = models.JSONField(default=dict)
+    periodic_task = models.OneToOneField(
+        "django_celery_beat.PeriodicTask",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="cron_job",
+    )
+    last_run = models.ForeignKey(
+        RunLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.name or self.schedule}"
+
+    @property
+    def public_id(self) -> str:
+        return f"cron_{self.pk}"
+
+    @property
+    def action_type(self) -> str:
+        return str(self.action.get("type", ""))
+
+
+class FiringOutcome(models.TextChoices):
+    CLAIMED = "claimed"  # claimed, its action being started (or the Brain stopped meanwhile)
+    RAN = "ran"  # its run was started (see run)
+    SKIPPED = "skipped"  # nothing ran; reason says why (the previous run still runs)
+    FAILED = "failed"  # it could not run; reason holds the error
+
+
+class CronFiring(models.Model):
+    """One firing of a cron job, claimed once: the unique (job, scheduled_for) row is written
+    before anything runs, so a second beat or a redelivered task finds it and runs nothing."""
+
+    job = models.ForeignKey(CronJob, on_delete=models.CASCADE, related_name="firings")
+    # The due minute of the schedule this firing is for (or the moment of a manual run).
+    scheduled_for = models.DateTimeField()
+    manual = models.BooleanField(default=False)
+    claimed_at = models.DateTimeField(default=timezone.now)
+    outcome = models.CharField(max_length=8, choices=FiringOutcome.choices)
+    reason = models.TextField(blank=True)
+    run = models.ForeignKey(
+        RunLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="firings"
+    )
+
+    class Meta:
+        ordering = ["job", "-scheduled_for", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "scheduled_for"], name="uniq_cron_firing")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job_id} @ {self.scheduled_for:%Y-%m-%d %H:%M}: {self.outcome}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from processes.presenters import iso
-from triggers.models import Notification, RunLog, Workflow
+from triggers.models import CronFiring, CronJob, Notification, RunLog, Workflow
 
 
 def run_data(run: RunLog) -> dict[str, Any]:
@@ -68,3 +68,43 @@ def workflow_data(workflow: Workflow) -> dict[str, Any]:
         "createdAt": iso(workflow.created_at),
         "updatedAt": iso(workflow.updated_at),
     }
+
+
+def firing_data(firing: CronFiring) -> dict[str, Any]:
+    return {
+        "scheduledFor": iso(firing.scheduled_for),
+        "manual": firing.manual,
+        "claimedAt": iso(firing.claimed_at),
+        "outcome": firing.outcome,
+        "reason": firing.reason or None,
+        "runId": f"run_{firing.run_id}" if firing.run_id else None,
+    }
+
+
+# Firings shown with one job (the admin lists them all).
+RECENT_FIRINGS = 20
+
+
+def cron_job_data(job: CronJob, *, firings: bool = False) -> dict[str, Any]:
+    """Read with its project (`cron.visible_jobs` selects it)."""
+    from triggers.cron import describe, next_run_at
+
+    data: dict[str, Any] = {
+        "id": job.public_id,
+        "projectId": job.project.public_id,
+        "name": job.name,
+        "schedule": job.schedule,
+        "description": describe(job),
+        "timezone": job.time_zone,
+        "enabled": job.enabled,
+        "overlap": job.overlap,
+        "action": dict(job.action),
+        "nextRunAt": iso(next_run_at(job)),
+        "lastRunId": f"run_{job.last_run_id}" if job.last_run_id else None,
+        "createdAt": iso(job.created_at),
+        "updatedAt": iso(job.updated_at),
+    }
+    if firings:
+        recent = job.firings.order_by("-scheduled_for", "-pk")[:RECENT_FIRINGS]
+        data["firings"] = [firing_data(firing) for firing in recent]
+    return data

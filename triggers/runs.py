@@ -74,14 +74,27 @@ def open_system_session(project: Project, client_type: str) -> Session:
     )
 
 
-def run_workflow(user: Any, workflow_id: str, values: Any) -> Started:
-    """`POST /api/workflows/{id}/run`: the workflow's process in a system session of its own
-    (client type `workflow`), for `user`. A missing or unknown input is a 400 before anything
-    is opened."""
+@dataclass(frozen=True)
+class Trigger:
+    """What started a run: its trigger type, the system client it runs as, and its source."""
+
+    type: TriggerType = TriggerType.WORKFLOW
+    client_type: str = ClientType.WORKFLOW
+    cron_id: str = ""
+
+
+# A workflow run started over REST.
+BY_REST = Trigger()
+
+
+def run_workflow(user: Any, workflow_id: str, values: Any, trigger: Trigger = BY_REST) -> Started:
+    """`POST /api/workflows/{id}/run` (or a cron job's `run_workflow`): the workflow's process
+    in a system session of its own (client type `workflow`, or the trigger's), for `user`. A
+    missing or unknown input is a 400 before anything is opened."""
     workflow = get_visible_workflow(user, workflow_id)
     goal, tasks = instantiate(workflow.body, values)
-    session = open_system_session(workflow.project, ClientType.WORKFLOW)
-    return _start(user, session, workflow, goal, tasks, owns_session=True)
+    session = open_system_session(workflow.project, trigger.client_type)
+    return _start(user, session, workflow, goal, tasks, owns_session=True, trigger=trigger)
 
 
 def start_workflow_in_session(user: Any, session_id: int, workflow_id: str, values: Any) -> Started:
@@ -103,6 +116,7 @@ def _start(
     tasks: list[dict[str, Any]],
     *,
     owns_session: bool,
+    trigger: Trigger = BY_REST,
 ) -> Started:
     run = transitions.start(
         RunLog(
@@ -111,7 +125,8 @@ def _start(
             session=session,
             owns_session=owns_session,
             client_type=session.client_type,
-            trigger_type=TriggerType.WORKFLOW,
+            trigger_type=trigger.type,
+            cron_id=trigger.cron_id,
             workflow=workflow,
         ),
         announce,

@@ -11,6 +11,7 @@ from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
+from triggers.cron_api import CronJobViewSet
 from vancetope.api import api_not_found
 from vancetope.health import Healthz
 from vancetope.tools.api import ToolHealthViewSet
@@ -24,6 +25,7 @@ router.register("inbox", InboxViewSet, basename="inbox")
 router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("runs", RunViewSet, basename="run")
 router.register("notifications", NotificationViewSet, basename="notification")
+router.register("cron-jobs", CronJobViewSet, basename="cron-job")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

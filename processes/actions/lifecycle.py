@@ -9,6 +9,7 @@ transaction.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q
@@ -75,7 +76,15 @@ def check_session_allows(process: ThinkProcess, call: Call) -> None:
         )
 
 
-def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
+def continue_process(process_id: int, run_quota: dict[str, Any]) -> ThinkProcess:
+    """Resume a PAUSED or SUSPENDED process for a bounded continuation
+    (processes/lane/quota.py): the quota is written with the resume, in its commit."""
+    return lifecycle_call(process_id, Call.RESUME, extra={"run_quota": run_quota})
+
+
+def lifecycle_call(
+    process_id: int, call: Call, *, extra: dict[str, Any] | None = None
+) -> ThinkProcess:
     process = load_process(process_id)
     check_call(call, process.status, process.close_reason, label=process.public_id)
     check_session_allows(process, call)
@@ -126,7 +135,9 @@ def lifecycle_call(process_id: int, call: Call) -> ThinkProcess:
                     prepared.ctx.outcome,
                     call.value,
                 )
-            commit_call(process, lease, prepared, call, to_status, reason, own_turns=own_turns)
+            commit_call(
+                process, lease, prepared, call, to_status, reason, own_turns=own_turns, extra=extra
+            )
     finally:
         if call in INTERRUPTING:
             clear_interrupt(process_id, call)

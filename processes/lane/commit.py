@@ -15,6 +15,7 @@ from django.utils import timezone
 from processes import transitions
 from processes.actions.pending import append_own_turns
 from processes.lane import lease as lanes
+from processes.lane import quota as quotas
 from processes.lane import snapshots, wakes
 from processes.lane.context import Prepared
 from processes.lane.wake import start_later
@@ -68,11 +69,18 @@ def commit_turn(
     now = timezone.now()
     # A turn that commits clears the error of earlier failed attempts, or names its own.
     error = ctx.error if ctx.outcome is not None else ""
+    # A bounded continuation counts this turn (one dict test for every other process).
+    quota = quotas.active(process)
+    counted: dict[str, Any] = {}
+    if quota is not None:
+        quota = quotas.counted(quota, ctx.usage.total, ctx.usage.llm_calls, process)
+        counted["run_quota"] = quota
     with transaction.atomic():
         events.open()
         added = append_conversation(process, prepared)
         updated = lease.update(
             {
+                **counted,
                 "engine_state": process.engine_state,
                 **prepared.engine_params_changes(),
                 "conversation_length": fastsql.Add(added),
@@ -104,19 +112,23 @@ def commit_turn(
         start_spawned(prepared)
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
-        upcoming = (
-            None if ctx.outcome is not None else next_pending(process.pk, unless_interrupted=True)
-        )
+        stop = ctx.outcome is not None or (quota is not None and bool(quota["ended"]))
+        upcoming = None if stop else next_pending(process.pk, unless_interrupted=True)
         if upcoming is None:
             process.last_error = error
             outcome, reason = ended_status(prepared, Status.IDLE)
             assert outcome in TURN_OUTCOMES
-            end_run(process, lease, outcome, reason, prepared)
+            if quota is not None:
+                quota = end_quota(process, lease, prepared, quota, outcome, reason)
+            else:
+                end_run(process, lease, outcome, reason, prepared)
         if wake is not None:
             status = Status.RUNNING if upcoming is not None else process.status
             for heard in wakes.committed(wake, status, process.close_reason, ctx.usage):
                 events.emit_after_commit(heard)
         events.flush()
+    if quota is not None:
+        process.run_quota = quota
     process.conversation_length += added
     process.consumed_count += 1
     prepared.conversation.remember_committed()
@@ -129,13 +141,41 @@ def commit_turn(
 
 
 def end_run(
-    process: ThinkProcess, lease: lanes.Lease, to_status: Status, reason: str, prepared: Prepared
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    to_status: Status,
+    reason: str,
+    prepared: Prepared,
+    *,
+    call: Call = Call.TURN_END,
+    changes: dict[str, Any] | None = None,
 ) -> None:
     """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
     goes out with the turn's other events)."""
-    event = lease_transition(process, lease, Call.TURN_END, to_status, reason, release=True)
+    event = lease_transition(process, lease, call, to_status, reason, release=True, changes=changes)
     prepared.events.emit_after_commit(event)
     lease.released = True
+
+
+def end_quota(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    prepared: Prepared,
+    quota: dict[str, Any],
+    outcome: Status,
+    reason: str,
+) -> dict[str, Any]:
+    """The last turn of a bounded continuation: a process the engine left IDLE goes back to
+    the status the continuation found it in (PAUSED, SUSPENDED or IDLE); one that finished or
+    blocked stays so. The quota is marked over in the same statement."""
+    if outcome == Status.IDLE:
+        quota = quotas.ended(quota, "no more work")
+        call, outcome = quotas.resting(quota)
+    else:
+        quota = quotas.ended(quota, str(outcome))
+        call = Call.TURN_END
+    end_run(process, lease, outcome, reason, prepared, call=call, changes={"run_quota": quota})
+    return quota
 
 
 def lease_transition(
@@ -146,11 +186,12 @@ def lease_transition(
     reason: str = "",
     *,
     release: bool = False,
+    changes: dict[str, Any] | None = None,
 ) -> Event:
     """A status change under the lane's lease (call inside a transaction); returns the status
     event for the caller to store with its other events. A row that moved under the lease
     means the lease is gone."""
-    changes: dict[str, Any] = {"last_error": process.last_error}
+    changes = {**(changes or {}), "last_error": process.last_error}
     if release:
         changes.update(lease_owner="", lease_expires_at=None)
     detail = process.last_error if reason == CloseReason.FAILED else ""
@@ -187,9 +228,10 @@ def commit_call(
     reason: str,
     *,
     own_turns: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """Store a lifecycle call's outcome: the engine's work (if any), the turns it queued for
-    itself (`own_turns`) and the new status."""
+    itself (`own_turns`), the caller's `extra` field changes and the new status."""
     ctx = prepared.ctx
     reset = call is Call.RESET
     if ctx.error:
@@ -204,6 +246,7 @@ def commit_call(
         if own_turns:
             append_own_turns(process.pk, own_turns)
         changes: dict[str, Any] = {
+            **(extra or {}),
             "engine_state": process.engine_state,
             **prepared.engine_params_changes(),
             "last_error": process.last_error,

@@ -32,6 +32,7 @@ from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.llm.base import LlmError
+from vancetope.tools.errors import ClientToolRequired
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,11 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             break
         except lanes.LeaseLost:
             raise
+        except ClientToolRequired as needed:
+            # Not retried: the task waits, its message pending, until a client is bound.
+            process.last_error = needed.reason
+            _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
+            return turns
         except BudgetExceeded as exc:
             # Not retried: the budget stays used up.
             log.warning("lane %s: %s", process.public_id, exc.message)
@@ -225,6 +231,11 @@ def _leave_run(
             events += wakes.committed(run.wake, to_status, reason)
         emit_events(process.session_id, events)
     report_to_parent(process, to_status, reason)
+
+
+def _waiting_notice(process: ThinkProcess) -> Event:
+    text = f"{process.public_id} is blocked: {process.last_error}"
+    return event(NotificationEvent(text=text, level="warning"))
 
 
 def _failure_notice(process: ThinkProcess) -> Event:

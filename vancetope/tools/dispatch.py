@@ -29,7 +29,7 @@ from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
 from vancetope.tools import catalogue as cat
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.client_bridge import run_client_tool
-from vancetope.tools.errors import ToolFailure
+from vancetope.tools.errors import ClientToolRequired, ToolFailure
 from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.mcp_client import McpFailure, get_mcp_manager
 from vancetope.tools.models import (
@@ -195,6 +195,8 @@ class ToolBox:
             # tool's own events.
             self._events.store_held()
         manifest = self.pool().get(name)
+        if manifest is None and only_safety is None and self._needs_absent_client(name):
+            raise ClientToolRequired(name)
         if manifest is None or (only_safety is not None and manifest.safety != only_safety):
             why = "is not available to this process" if manifest is None else "is not a probe"
             return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
@@ -210,6 +212,26 @@ class ToolBox:
                 name, arguments, f"tool {name} has a broken schema: {exc}", manifest
             )
         return self._call(manifest, arguments, diagnose=True)
+
+    def _needs_absent_client(self, name: str) -> bool:
+        """The tool is one of the session's client tools that this process's pool would offer
+        if a client were bound, and none is: no refusal the LLM could work around, the task
+        waits for a client (only computed on this refusal path)."""
+        client = self._client_side()
+        if client.bound:
+            return False
+        manifest = self.catalogue().get(name)
+        if manifest is None or manifest.location != Location.CLIENT:
+            return False
+        pool = cat.effective_pool(
+            {name: manifest},
+            engine_default=self._engine_default,
+            add=list(self.caller.allowed_add),
+            remove=list(self.caller.allowed_remove),
+            roles=list(self.caller.roles),
+            client_bound=True,
+        )
+        return name in pool
 
     def _call(
         self, manifest: ToolManifest, arguments: dict[str, Any], *, diagnose: bool

@@ -106,8 +106,9 @@ class Command(BaseCommand):
         from vancetope.celery import app
 
         app.conf.task_always_eager = True
-        # The tasks modules, so every schedule entry finds its task here: beat sends a task it
-        # does not know by name to a broker (AlwaysEagerIgnored), and there is none.
+        # The tasks modules are imported as a worker would at its start (autodiscovery):
+        # beat runs a due entry eagerly only if its task is registered here, and would send
+        # any other one to the in-memory broker, where nothing takes it (cron firings, sweeps).
         app.loader.import_default_modules()
         beat = EmbeddedService(app, thread=True, scheduler_cls=_embedded_scheduler())
         beat.daemon = True
