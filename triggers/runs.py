@@ -72,14 +72,32 @@ def open_system_session(project: Project, client_type: str) -> Session:
     )
 
 
-def run_workflow(user: Any, workflow_id: str, values: Any) -> Started:
+def run_workflow(
+    user: Any,
+    workflow_id: str,
+    values: Any,
+    *,
+    trigger: TriggerType = TriggerType.WORKFLOW,
+    trigger_ids: dict[str, str] | None = None,
+) -> Started:
     """`POST /api/workflows/{id}/run`: the workflow's process in a system session of its own
     (client type `workflow`), for `user`. A missing or unknown input is a 400 before anything
-    is opened."""
+    is opened. Another trigger (a webhook) names itself with `trigger` (its session's client
+    type then too) and its ids (`webhook_id`, `delivery_id`: RunLog fields)."""
     workflow = get_visible_workflow(user, workflow_id)
     goal, tasks = instantiate(workflow.body, values)
-    session = open_system_session(workflow.project, ClientType.WORKFLOW)
-    return _start(user, session, workflow, goal, tasks, owns_session=True)
+    client_type = ClientType.WORKFLOW if trigger == TriggerType.WORKFLOW else ClientType(trigger)
+    session = open_system_session(workflow.project, client_type)
+    return _start(
+        user,
+        session,
+        workflow,
+        goal,
+        tasks,
+        owns_session=True,
+        trigger=trigger,
+        **trigger_ids or {},
+    )
 
 
 def start_workflow_in_session(user: Any, session_id: int, workflow_id: str, values: Any) -> Started:
@@ -101,6 +119,8 @@ def _start(
     tasks: list[dict[str, Any]],
     *,
     owns_session: bool,
+    trigger: TriggerType = TriggerType.WORKFLOW,
+    **trigger_ids: str,
 ) -> Started:
     run = transitions.start(
         RunLog(
@@ -109,8 +129,9 @@ def _start(
             session=session,
             owns_session=owns_session,
             client_type=session.client_type,
-            trigger_type=TriggerType.WORKFLOW,
+            trigger_type=trigger,
             workflow=workflow,
+            **trigger_ids,
         ),
         announce,
     )

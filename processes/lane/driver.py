@@ -30,6 +30,7 @@ from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.llm.base import LlmError
+from vancetope.tools.errors import AwaitingExternal
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,9 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             break
         except lanes.LeaseLost:
             raise
+        except AwaitingExternal as wait:
+            # await_external: the turn so far is committed, and the process waits BLOCKED.
+            prepared.ctx.block_on_external(wait.key, str(wait))
         except BudgetExceeded as exc:
             # Not retried: the budget stays used up.
             log.warning("lane %s: %s", process.public_id, exc.message)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from vancetope.errors import TurnControl
+
 
 class ToolFailure(Exception):
     """A tool failed; the message is what the engine (and its LLM) reads."""
@@ -8,3 +10,18 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.message = message
         self.classification = classification
+
+
+# How a process's lastError reads while it waits for an external event (await_external).
+WAITING_FOR_EXTERNAL = "waiting for external: "
+
+
+class AwaitingExternal(TurnControl):
+    """Raised by ToolBox.answer once await_external's result is in the conversation: the turn
+    ends here and the lane leaves the process BLOCKED on `key` (processes/lane/driver.py)."""
+
+    def __init__(self, key: str, reason: str = "") -> None:
+        self.key = key
+        self.reason = reason
+        tail = f" ({reason})" if reason else ""
+        super().__init__(f"{WAITING_FOR_EXTERNAL}{key}{tail}")
