@@ -31,9 +31,11 @@ SCRIPT = [
 
 
 def blocked(process_id: int) -> ThinkProcess:
-    return wait_until(
+    found = wait_until(
         lambda: ThinkProcess.objects.filter(pk=process_id, status=Status.BLOCKED).first()
     )
+    assert found is not None
+    return found
 
 
 @pytest.mark.django_db(transaction=True)
