@@ -42,6 +42,7 @@ from common import (
     BenchFailure,
     Deployment,
     HelpFormatter,
+    PySpy,
     available_runtimes,
     percentile,
     print_log_warnings,
@@ -152,10 +153,11 @@ def run_once(runtime: str, args: argparse.Namespace) -> dict[str, Any]:
                 threading.Thread(target=send, args=(host, int(port), hook, stop_at, sender))
                 for sender in senders
             ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            with PySpy(brain.pid, args.py_spy if runtime == "embedded" else None):
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
             wall = time.perf_counter() - started
             cpu = brain.cpu_seconds() - cpu_before
             runs = _runs_by_delivery(deployment, hook["id"])
@@ -224,6 +226,12 @@ def main() -> int:
         "--budget", type=float, default=BUDGET_PER_SECOND, help="accepted/s, embedded"
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when the budget is not met")
+    parser.add_argument(
+        "--py-spy",
+        metavar="PATH",
+        help="record the embedded Brain with py-spy during the timed part (.txt: raw collapsed "
+        "stacks, .json: speedscope, else SVG)",
+    )
     args = parser.parse_args()
     if args.senders < 1 or args.duration <= 0 or args.warmup < 0:
         parser.error("--senders must be >= 1, --duration > 0, --warmup >= 0")

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 
 from processes.actions.external import unblock_external
 from sessions_app import services as sessions
-from sessions_app.models import ClientType
+from sessions_app.models import ClientType, Session, SessionStatus
 from triggers import runs, transitions, webhook_secrets
 from triggers.models import (
     DeliveryOutcome,
@@ -205,14 +205,11 @@ def unblock_tasks(
     project's standing `webhook` system session (opened through create_session once, kept
     open, as agrajag's is) instead of opening and closing one per delivery, which cost most
     of a delivery's time (bench/webhooks.py)."""
-    session = sessions.system_session(
-        webhook.project, WEBHOOK_SERVICE, client_type=ClientType.WEBHOOK
-    )
     run = transitions.start(
         RunLog(
             owner_id=webhook.owner_id,
             project=webhook.project,
-            session=session,
+            session_id=_standing_session(webhook),
             owns_session=False,
             client_type=ClientType.WEBHOOK,
             trigger_type=TriggerType.WEBHOOK,
@@ -226,6 +223,26 @@ def unblock_tasks(
             run, RunStatus.COMPLETED, {"tasks_executed": len(unblocked)}, runs.announce
         )
     return run, f"unblocked {', '.join(unblocked) or 'nothing'} waiting for {key!r}"
+
+
+# Per Brain process: the project's standing webhook session, checked still OPEN at every use.
+_standing: dict[int, int] = {}
+
+
+def _standing_session(webhook: Webhook) -> int:
+    known = _standing.get(webhook.project_id)
+    if known is not None and fastsql.values(
+        Session,
+        ["id"],
+        "{id} = %s AND {project} = %s AND {status} = %s",
+        [known, webhook.project_id, SessionStatus.OPEN],
+    ):
+        return known
+    session = sessions.system_session(
+        webhook.project, WEBHOOK_SERVICE, client_type=ClientType.WEBHOOK
+    )
+    _standing[webhook.project_id] = session.pk
+    return int(session.pk)
 
 
 def _refused_by(delivery: Delivery, exc: BrainError) -> Answer:

@@ -41,6 +41,7 @@ from triggers.presenters import run_data
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BrainError, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
+from vancetope.infra import fastsql
 from vancetope.tenancy.models import Project, ProjectMembership
 
 log = logging.getLogger(__name__)
@@ -294,9 +295,17 @@ def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, 
 
 def announce(run: RunLog) -> None:
     """The `run` event, for every open session of the run's owner."""
+    owned = fastsql.values(
+        Session,
+        ["id"],
+        "{owner} = %s AND {status} = %s",
+        [run.owner_id, SessionStatus.OPEN],
+        tail="ORDER BY {id}",
+    )
+    if not owned:
+        return  # a system owner's (or an offline person's) run: no event to build
     data = build_event(RunEvent.model_validate({"run": run_data(run)}))
-    owned = Session.objects.filter(owner_id=run.owner_id, status=SessionStatus.OPEN)
-    for session_id in owned.order_by("pk").values_list("pk", flat=True):
+    for (session_id,) in owned:
         emit_event(session_id, *data)
 
 

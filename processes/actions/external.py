@@ -13,6 +13,8 @@ from django.db import transaction
 from processes.actions.pending import deliver
 from processes.models import PendingKind, ThinkProcess
 from processes.states import Status
+from sessions_app.models import Session
+from vancetope.infra import fastsql
 
 
 def unblock_external(project_id: int, key: str, event: Any) -> list[str]:
@@ -21,12 +23,24 @@ def unblock_external(project_id: int, key: str, event: Any) -> list[str]:
     same key never unblock one process twice."""
     if not key:
         return []
-    waiting = ThinkProcess.objects.filter(
-        blocked_by_external=key, status=Status.BLOCKED, session__project_id=project_id
-    ).values_list("pk", flat=True)
+    # One statement compiled once (a webhook delivery runs it each time, mostly finding none);
+    # the project is checked on the few found.
+    found = fastsql.values(
+        ThinkProcess,
+        ["id", "session"],
+        "{blocked_by_external} = %s AND {status} = %s",
+        [key, Status.BLOCKED],
+    )
+    if not found:
+        return []
+    sessions = set(
+        Session.objects.filter(
+            pk__in={session for _, session in found}, project_id=project_id
+        ).values_list("pk", flat=True)
+    )
     text = json.dumps(event, ensure_ascii=False)
     unblocked = []
-    for process_id in list(waiting):
+    for process_id in sorted(pk for pk, session in found if session in sessions):
         with transaction.atomic():
             claimed = ThinkProcess.objects.filter(
                 pk=process_id, blocked_by_external=key, status=Status.BLOCKED
