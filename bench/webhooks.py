@@ -97,7 +97,11 @@ def send(host: str, port: int, hook: dict[str, Any], stop_at: float, out: Sender
         try:
             connection.request("POST", path, body=body.encode(), headers=headers)
             response = connection.getresponse()
-            answer = json.loads(response.read() or b"{}")
+            raw = response.read()
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            out.errors.append(f"{response.status}: not JSON: {raw[:200]!r}")
+            continue
         except (OSError, http.client.HTTPException) as exc:
             out.errors.append(f"{type(exc).__name__}: {exc}")
             connection.close()

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from channels.db import database_sync_to_async
+from asgiref.sync import sync_to_async
 
 from triggers import inbound
 
@@ -66,7 +66,9 @@ class WebhookBodyCap:
             for name, value in scope["headers"]
             if name.decode("latin-1").lower() in inbound.HEADERS
         }
-        answer = await database_sync_to_async(inbound.receive)(ref, headers, None, size)
+        answer = await sync_to_async(inbound.receive, thread_sensitive=False)(
+            ref, headers, None, size
+        )
         payload = json.dumps(answer.body).encode()
         await send(
             {
