@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = [("processes", "0002_conversation_epoch")]
 # Forward to the newest: the model the test reads with has every later column.
-AFTER = [("processes", "0005_llm_calls")]
+AFTER = [("processes", "0006_blocked_by_external_webhooks")]
 BEFORE_TREES = [("processes", "0003_consumed_count")]
 
 
