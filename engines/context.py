@@ -102,6 +102,8 @@ class ThinkEngineContext:
     finish_reason: Finish | None = None
     # Why a FAILED finish failed: the process's lastError, and its parent's report says it.
     error: str = ""
+    # The external key a BLOCKED outcome waits for (await_external), stored with the status.
+    external_key: str = ""
 
     def system_prompt(self) -> str:
         """The prompt prefix: the recipe's, or else the engine's default system prompt."""
@@ -122,6 +124,13 @@ class ThinkEngineContext:
     def block(self) -> None:
         """Wait for an answer: the process goes BLOCKED after this call."""
         self.outcome = Outcome.BLOCKED
+
+    def block_on_external(self, key: str, reason: str) -> None:
+        """Wait for an external event of `key` (a webhook's unblock_tasks): BLOCKED after this
+        call, `reason` its lastError."""
+        self.outcome = Outcome.BLOCKED
+        self.external_key = key
+        self.error = reason
 
     def defer_turn(self, text: str) -> None:
         """Run a turn on `text` in the process's lane after this call returns."""

@@ -89,7 +89,20 @@ class InboxAnswer(Message):
         return f"[inbox answer {self.item_id}]\n{self.text}"
 
 
-PendingMessage = UserMessage | Steer | Control | ParentReport | ToolResultMessage | InboxAnswer
+@dataclass(frozen=True)
+class Unblocked(Message):
+    """The external event a process waited for (await_external) arrived: `key` is what it
+    waited for, `text` the event (a webhook's payload as JSON)."""
+
+    key: str = ""
+
+    def prompt_text(self) -> str:
+        return f"[unblocked by {self.key}]\n{self.text}"
+
+
+PendingMessage = (
+    UserMessage | Steer | Control | ParentReport | ToolResultMessage | InboxAnswer | Unblocked
+)
 
 
 def parse(kind: str, seq: int, payload: dict[str, Any]) -> PendingMessage:
@@ -122,4 +135,6 @@ def parse(kind: str, seq: int, payload: dict[str, Any]) -> PendingMessage:
             item_id=str(payload.get("itemId", "")),
             answer=dict(payload.get("answer") or {}),
         )
+    if kind == "UNBLOCK":
+        return Unblocked(seq, text, key=str(payload.get("key", "")))
     raise ValueError(f"unknown pending message kind {kind!r}")

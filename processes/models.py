@@ -70,6 +70,9 @@ class ThinkProcess(models.Model):
     # A bounded continuation (a cron job's process_continue, processes/lane/quota.py): empty
     # for every other process, so their turns check nothing.
     run_quota = models.JSONField(default=dict, blank=True)
+    # The external key a BLOCKED process waits for (`jira:ABC-1`, set by its await_external
+    # tool call); a webhook's unblock_tasks steers the processes of its key and clears it.
+    blocked_by_external = models.CharField(max_length=200, blank=True, db_index=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -106,6 +109,7 @@ class PendingKind(models.TextChoices):
     PARENT_REPORT = "PARENT_REPORT"  # a child's report to its parent
     TOOL_RESULT = "TOOL_RESULT"  # a tool's answer delivered later
     INBOX_ANSWER = "INBOX_ANSWER"  # a person's answer to an inbox item
+    UNBLOCK = "UNBLOCK"  # an external event (a webhook) the process waited for
 
 
 class PendingMessage(models.Model):

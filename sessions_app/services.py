@@ -269,9 +269,11 @@ def system_user() -> Any:
     return user
 
 
-def system_session(project: Project, service: str) -> Session:
+def system_session(
+    project: Project, service: str, *, client_type: str = ClientType.CRON
+) -> Session:
     """The open system session of a service in a project, made (or reopened) when needed:
-    opened through `create_session`, as every client's session is."""
+    opened through `create_session`, as every client's session is (`client_type` when made)."""
     link = (
         ServiceSession.objects.select_related("session")
         .filter(project=project, service=service)
@@ -285,7 +287,7 @@ def system_session(project: Project, service: str) -> Session:
         return resume_session(user, link.session.pk, FingerprintData(machine_id=""), None).session
     session = create_session(
         user,
-        client_type=ClientType.CRON,
+        client_type=client_type,
         project_id=project.public_id,
         on_disconnect=DisconnectPolicy.KEEP_OPEN,
         system=True,

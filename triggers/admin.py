@@ -1,18 +1,21 @@
-"""Workflows, run logs and notifications in the operators' admin. A workflow is edited as its
-YAML or JSON text and checked on save as REST checks it; run logs and notifications are shown,
-never changed here (a run's status belongs to triggers/transitions.py)."""
+"""Workflows, run logs, notifications, webhooks and trigger events in the operators' admin.
+A workflow is edited as its YAML or JSON text and checked on save as REST checks it; run logs,
+notifications and trigger events are shown, never changed here (a run's status belongs to
+triggers/transitions.py). A webhook's secret is never shown but once, in the message of its
+creation or of the rotate action."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from triggers import cron_admin, workflows
-from triggers.models import Notification, RunLog, RunTransition, Workflow
-from vancetope.errors import BadRequest
+from triggers import cron_admin, webhook_secrets, webhooks, workflows
+from triggers.models import Notification, RunLog, RunTransition, TriggerEvent, Webhook, Workflow
+from vancetope.errors import BadRequest, BrainError
 
 # Cron jobs and their firings have their own module (edited through triggers/cron.py).
 __all__ = ["cron_admin"]
@@ -94,6 +97,87 @@ class NotificationAdmin(admin.ModelAdmin):
     list_display = ("public_id", "user", "level", "text", "run", "created_at", "read_at")
     list_filter = ("level", "project")
     search_fields = ("text", "user__username", "process_public_id")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class WebhookForm(forms.ModelForm):
+    """Checked as REST checks a webhook; the secret is never a field."""
+
+    class Meta:
+        model = Webhook
+        fields = ["project", "owner", "name", "mode", "filter", "action"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        project, owner = cleaned.get("project"), cleaned.get("owner")
+        if self.instance.pk and cleaned.get("mode") != self.instance.mode:
+            raise forms.ValidationError(
+                {"mode": "cannot change: create a webhook of the other mode"}
+            )
+        try:
+            cleaned["filter"] = webhooks.checked_filter(cleaned.get("filter"))
+            if project is not None and owner is not None:
+                cleaned["action"] = webhooks.checked_action(owner, project, cleaned.get("action"))
+        except BrainError as exc:
+            where = getattr(exc, "field", "")
+            field = "filter" if where.startswith("filter") else "action"
+            raise forms.ValidationError({field: exc.message}) from exc
+        return cleaned
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ("public_id", "name", "project", "mode", "owner", "updated_at")
+    list_filter = ("mode", "project")
+    search_fields = ("name",)
+    actions = ["rotate_secret"]
+
+    def save_model(self, request: HttpRequest, obj: Webhook, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        secret = webhook_secrets.set_new_secret(obj, keep_previous=False)
+        super().save_model(request, obj, form, change)
+        self._show_once(request, obj, secret)
+
+    @admin.action(description="Rotate the secret (the old one stays valid for the grace period)")
+    def rotate_secret(self, request: HttpRequest, queryset: QuerySet[Webhook]) -> None:
+        for webhook in queryset:
+            made = webhooks.rotate_secret(webhook)
+            self._show_once(request, made.webhook, made.secret)
+
+    def _show_once(self, request: HttpRequest, webhook: Webhook, secret: str) -> None:
+        self.message_user(
+            request,
+            f"The secret of {webhook.public_id} ({webhook.name}), shown this once: {secret}",
+            messages.WARNING,
+        )
+
+
+@admin.register(TriggerEvent)
+class TriggerEventAdmin(admin.ModelAdmin):
+    """Every inbound delivery, accepted or refused, with its reason; never changed here."""
+
+    list_display = (
+        "public_id",
+        "received_at",
+        "webhook_ref",
+        "delivery_id",
+        "status_code",
+        "outcome",
+        "reason",
+        "body_size",
+        "run",
+    )
+    list_filter = ("outcome", "status_code", "webhook", "received_at")
+    search_fields = ("webhook_ref", "delivery_id", "reason")
+    date_hierarchy = "received_at"
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -1,5 +1,6 @@
-"""Workflows (task-tree templates), cron jobs and their firings, run logs of system runs, and
-stored notifications (ARCHITECTURE §1, §8)."""
+"""Workflows (task-tree templates), cron jobs and their firings, run logs of system runs,
+stored notifications (ARCHITECTURE §1, §8); webhooks, their deliveries and the trigger events
+every delivery leaves."""
 
 from __future__ import annotations
 
@@ -255,3 +256,101 @@ class CronFiring(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id} @ {self.scheduled_for:%Y-%m-%d %H:%M}: {self.outcome}"
+
+
+class WebhookMode(models.TextChoices):
+    SECRET = "secret"  # a shared secret in the X-Webhook-Secret header; only its hash is stored
+    SIGNATURE = "signature"  # Standard Webhooks v1 signatures; the secret is stored encrypted
+
+
+class Webhook(models.Model):
+    """An inbound webhook of a project (PROTOCOL.md, "Webhook"). `secret` is, in secret mode,
+    the SHA-256 of the token (hex), in signature mode the `whsec_` secret encrypted with the
+    webhook key (triggers/webhook_secrets.py); the secret itself is shown once, never stored
+    in clear. After a rotation the previous one stays valid until `previous_until`."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="webhooks"
+    )
+    name = models.CharField(max_length=100)
+    mode = models.CharField(max_length=10, choices=WebhookMode.choices)
+    filter = models.JSONField(default=dict, blank=True)
+    action = models.JSONField(default=dict)
+    secret = models.TextField(editable=False)
+    previous_secret = models.TextField(blank=True, editable=False)
+    previous_until = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="uniq_webhook_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.name}"
+
+    @property
+    def public_id(self) -> str:
+        return f"wh_{self.pk}"
+
+
+class WebhookDelivery(models.Model):
+    """The claim of one delivery id of a webhook: its unique row makes a replayed
+    `webhook-id` run nothing; a replay answers the run written here."""
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.CharField(max_length=200)
+    run = models.ForeignKey(
+        RunLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["webhook", "delivery_id"], name="uniq_webhook_delivery")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.webhook_id}/{self.delivery_id}"
+
+
+class DeliveryOutcome(models.TextChoices):
+    ACCEPTED = "accepted"  # verified, and its action ran (200 with the run id)
+    REPLAYED = "replayed"  # a delivery id seen before: the first run's id, nothing ran
+    FILTERED = "filtered"  # verified, but the filter did not match (202), nothing ran
+    REFUSED = "refused"  # not verified, too large, stale, not JSON, or its action refused it
+
+
+class TriggerEvent(models.Model):
+    """One inbound delivery, accepted or refused, with why (ARCHITECTURE §8). `webhook` is
+    null when the id named no webhook; `webhook_ref` keeps the id as it was asked for."""
+
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.SET_NULL, null=True, blank=True, related_name="events"
+    )
+    webhook_ref = models.CharField(max_length=100, blank=True)
+    delivery_id = models.CharField(max_length=200, blank=True)
+    status_code = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=10, choices=DeliveryOutcome.choices)
+    reason = models.TextField(blank=True)
+    run = models.ForeignKey(
+        RunLog, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    received_at = models.DateTimeField(default=timezone.now)
+    body_size = models.PositiveIntegerField(default=0)
+    # The first bytes of the body (as text), for an operator reading why it was refused.
+    body_excerpt = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-received_at", "-pk"]
+        indexes = [models.Index(fields=["webhook", "received_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.webhook_ref} {self.status_code} {self.outcome}"
+
+    @property
+    def public_id(self) -> str:
+        return f"tev_{self.pk}"

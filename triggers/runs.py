@@ -43,6 +43,7 @@ from triggers.presenters import run_data
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BrainError, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
+from vancetope.infra import fastsql
 from vancetope.tenancy.models import Project, ProjectMembership
 
 log = logging.getLogger(__name__)
@@ -76,11 +77,14 @@ def open_system_session(project: Project, client_type: str) -> Session:
 
 @dataclass(frozen=True)
 class Trigger:
-    """What started a run: its trigger type, the system client it runs as, and its source."""
+    """What started a run: its trigger type, the system client it runs as, and its source
+    (RunLog's `cron_id`, `webhook_id`, `delivery_id`)."""
 
     type: TriggerType = TriggerType.WORKFLOW
     client_type: str = ClientType.WORKFLOW
     cron_id: str = ""
+    webhook_id: str = ""
+    delivery_id: str = ""
 
 
 # A workflow run started over REST.
@@ -88,9 +92,9 @@ BY_REST = Trigger()
 
 
 def run_workflow(user: Any, workflow_id: str, values: Any, trigger: Trigger = BY_REST) -> Started:
-    """`POST /api/workflows/{id}/run` (or a cron job's `run_workflow`): the workflow's process
-    in a system session of its own (client type `workflow`, or the trigger's), for `user`. A
-    missing or unknown input is a 400 before anything is opened."""
+    """`POST /api/workflows/{id}/run` (or a cron job's or a webhook's `run_workflow`): the
+    workflow's process in a system session of its own (client type `workflow`, or the
+    trigger's), for `user`. A missing or unknown input is a 400 before anything is opened."""
     workflow = get_visible_workflow(user, workflow_id)
     goal, tasks = instantiate(workflow.body, values)
     session = open_system_session(workflow.project, trigger.client_type)
@@ -127,6 +131,8 @@ def _start(
             client_type=session.client_type,
             trigger_type=trigger.type,
             cron_id=trigger.cron_id,
+            webhook_id=trigger.webhook_id,
+            delivery_id=trigger.delivery_id,
             workflow=workflow,
         ),
         announce,
@@ -299,7 +305,7 @@ def finish_run(run: RunLog, process: ThinkProcess) -> None:
         "llm_calls": calls,
         "error": outcome.error,
         # Beside the approvals its tasks asked for (triggers/approvals.py), counted already.
-        "notifications_sent": F("notifications_sent") + (1 if notice else 0),
+        "notifications_sent": fastsql.Add(1 if notice else 0),
     }
     with transaction.atomic():
         if not transitions.finish(run, outcome.status, changes, announce, detail=outcome.error):
@@ -352,9 +358,17 @@ def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, 
 
 def announce(run: RunLog) -> None:
     """The `run` event, for every open session of the run's owner."""
+    owned = fastsql.values(
+        Session,
+        ["id"],
+        "{owner} = %s AND {status} = %s",
+        [run.owner_id, SessionStatus.OPEN],
+        tail="ORDER BY {id}",
+    )
+    if not owned:
+        return  # a system owner's (or an offline person's) run: no event to build
     data = build_event(RunEvent.model_validate({"run": run_data(run)}))
-    owned = Session.objects.filter(owner_id=run.owner_id, status=SessionStatus.OPEN)
-    for session_id in owned.order_by("pk").values_list("pk", flat=True):
+    for (session_id,) in owned:
         emit_event(session_id, *data)
 
 

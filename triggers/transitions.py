@@ -27,6 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from triggers.models import RunLog, RunStatus, RunTransition
+from vancetope.infra import fastsql
 
 FINISHED = frozenset(
     {RunStatus.COMPLETED, RunStatus.COMPLETED_PARTIAL, RunStatus.BLOCKED, RunStatus.FAILED}
@@ -37,8 +38,9 @@ def start(run: RunLog, announce: Callable[[RunLog], None]) -> RunLog:
     """Store a new run `running`, with its first record row, and announce it."""
     run.status = RunStatus.RUNNING
     with transaction.atomic():
-        run.save()
-        RunTransition.objects.create(run=run, from_status="", to_status=RunStatus.RUNNING)
+        # fastsql: a webhook delivery starts a run each (bench/webhooks.py).
+        fastsql.insert([run], returning_pk=True)
+        fastsql.insert([RunTransition(run=run, from_status="", to_status=RunStatus.RUNNING)])
         announce(run)
     return run
 
@@ -53,17 +55,20 @@ def finish(
     """running → `to_status` with `changes`, inside the caller's transaction."""
     assert to_status in FINISHED
     written = {**changes, "status": to_status, "finished_at": timezone.now()}
-    moved = RunLog.objects.filter(pk=run.pk, status=RunStatus.RUNNING).update(**written)
+    moved = fastsql.update(
+        RunLog, "{id} = %s AND {status} = %s", [run.pk, RunStatus.RUNNING], written
+    )
     if moved != 1:
         return False
     for name, value in written.items():
         setattr(run, name, value)
-    counted = [name for name, value in written.items() if hasattr(value, "resolve_expression")]
+    counted = [name for name, value in written.items() if isinstance(value, fastsql.Add)]
     if counted:
-        run.refresh_from_db(fields=counted)  # written as F() sums: their stored values
-    RunTransition.objects.create(
+        run.refresh_from_db(fields=counted)  # written as sums: their stored values
+    transition = RunTransition(
         run=run, from_status=RunStatus.RUNNING, to_status=to_status, detail=detail
     )
+    fastsql.insert([transition])
     announce(run)
     return True
 

@@ -55,6 +55,10 @@ WORKFLOW_SCHEMA: dict[str, Any] = {
 DEFAULT_ENGINE = "marvin"
 # `${input.name}`; anything else that looks like a template is left as it is.
 INPUT_REFERENCE = re.compile(r"\$\{input\.([A-Za-z_][A-Za-z0-9_]*)\}")
+# `${event.dotted.path}` in a webhook's templates: keys of the payload's objects (or indexes of
+# its lists) joined by dots.
+EVENT_REFERENCE = re.compile(r"\$\{event\.([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)\}")
+MISSING = object()
 
 
 def field_error(where: str, message: str) -> BadRequest:
@@ -71,6 +75,10 @@ def references(template: str) -> list[str]:
     return INPUT_REFERENCE.findall(template)
 
 
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 def substitute(template: str, values: dict[str, Any]) -> str:
     """Every `${input.x}` replaced by the value of `x` (text as it is, anything else as JSON);
     a name without a value is a 400 naming `input.x`. No evaluation: a plain replacement."""
@@ -79,10 +87,35 @@ def substitute(template: str, values: dict[str, Any]) -> str:
         name = match.group(1)
         if name not in values:
             raise field_error(f"input.{name}", "missing: the workflow uses it")
-        value = values[name]
-        return value if isinstance(value, str) else json.dumps(value)
+        return _as_text(values[name])
 
     return INPUT_REFERENCE.sub(value_of, template)
+
+
+def event_value(event: Any, path: str) -> Any:
+    """The value at a dotted path of a payload (`issue.key`, `items.0.url`), or MISSING."""
+    value = event
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+    return value
+
+
+def substitute_event(template: str, event: Any) -> str:
+    """Every `${event.path}` replaced by the payload's value there, as `substitute` does; a
+    path the payload lacks is a 400 naming `${event.path}`."""
+
+    def value_of(match: re.Match[str]) -> str:
+        value = event_value(event, match.group(1))
+        if value is MISSING:
+            raise field_error(match.group(0), "is not in the event payload")
+        return _as_text(value)
+
+    return EVENT_REFERENCE.sub(value_of, template)
 
 
 # --- the body ------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from sessions_app.auth import TokenAuthMiddleware, origin_validator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
+from triggers.body_cap import WebhookBodyCap  # noqa: E402
 from vancetope.infra.autobahn_logging import plain_autobahn_log_arguments  # noqa: E402
 
 plain_autobahn_log_arguments()
@@ -23,9 +24,12 @@ plain_autobahn_log_arguments()
 application = ProtocolTypeRouter(
     {
         # The Brain is self-contained: it serves the admin's and the UI's static files itself.
-        "http": ASGIStaticFilesHandler(django_asgi_app)
-        if settings.VANCETOPE_SERVE_STATIC
-        else django_asgi_app,
+        # An inbound webhook's body is capped before Django buffers it (triggers/body_cap.py).
+        "http": WebhookBodyCap(
+            ASGIStaticFilesHandler(django_asgi_app)
+            if settings.VANCETOPE_SERVE_STATIC
+            else django_asgi_app
+        ),
         "websocket": origin_validator(
             AuthMiddlewareStack(TokenAuthMiddleware(URLRouter(websocket_urlpatterns)))
         ),

@@ -244,6 +244,17 @@ VANCETOPE_MCP_TIMEOUT = env_float("VANCETOPE_MCP_TIMEOUT", 30.0)
 # A tool result longer than this is cut before the LLM reads it.
 VANCETOPE_TOOL_RESULT_MAX_CHARS = env_int("VANCETOPE_TOOL_RESULT_MAX_CHARS", 20000)
 
+# --- webhooks ------------------------------------------------------------------------------------
+# Fernet key(s) that encrypt signature-mode secrets at rest, comma-separated (the first encrypts,
+# every one decrypts); empty: one derived from SECRET_KEY.
+VANCETOPE_WEBHOOK_KEY = env_str("VANCETOPE_WEBHOOK_KEY", "")
+# A delivery body over this is refused with 413 before it is read.
+VANCETOPE_WEBHOOK_MAX_BYTES = env_int("VANCETOPE_WEBHOOK_MAX_BYTES", 256 * 1024)
+# How long the previous secret stays valid after rotate-secret.
+VANCETOPE_WEBHOOK_ROTATE_GRACE_SECONDS = env_float(
+    "VANCETOPE_WEBHOOK_ROTATE_GRACE_SECONDS", 24 * 3600.0
+)
+
 # --- auth, REST ----------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -89,6 +89,8 @@ def commit_turn(
                 "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
                 "llm_calls": fastsql.Add(ctx.usage.llm_calls),
                 "last_error": error,
+                # Set when the turn blocks on an external key; any other turn clears it.
+                "blocked_by_external": ctx.external_key,
                 "updated_at": now,
                 "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
             }

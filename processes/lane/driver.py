@@ -32,7 +32,7 @@ from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.llm.base import LlmError
-from vancetope.tools.errors import ClientToolRequired
+from vancetope.tools.errors import AwaitingExternal, ClientToolRequired
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +114,9 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
             process.last_error = needed.reason
             _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
             return turns
+        except AwaitingExternal as wait:
+            # await_external: the turn so far is committed, and the process waits BLOCKED.
+            prepared.ctx.block_on_external(wait.key, str(wait))
         except BudgetExceeded as exc:
             # Not retried: the budget stays used up.
             log.warning("lane %s: %s", process.public_id, exc.message)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vancetope.tools.errors import AwaitingExternal
 from vancetope.tools.health import write_tool_health
 from vancetope.tools.models import HealthStatus, Safety
 from vancetope.tools.registry import server_tool
@@ -68,3 +69,24 @@ def tool_health_write(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
         checked_by_id=toolbox.caller.process_id,
     )
     return {"tool": health.tool, "status": health.status}
+
+
+@server_tool(
+    "await_external",
+    "Wait for an external event, named by a key such as jira:ABC-1: this process stops here "
+    "(BLOCKED) until a webhook of this project unblocks that key; then you receive "
+    "`[unblocked by KEY]` and the event.",
+    {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "minLength": 1, "maxLength": 200},
+            "reason": {"type": "string", "maxLength": 500},
+        },
+        "required": ["key"],
+        "additionalProperties": False,
+    },
+)
+def await_external(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    key, reason = str(arguments["key"]), str(arguments.get("reason", ""))
+    toolbox.awaiting = AwaitingExternal(key, reason)
+    return {"waiting": key, "note": "this process is BLOCKED until the event arrives"}

@@ -29,7 +29,7 @@ from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
 from vancetope.tools import catalogue as cat
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.client_bridge import run_client_tool
-from vancetope.tools.errors import ClientToolRequired, ToolFailure
+from vancetope.tools.errors import AwaitingExternal, ClientToolRequired, ToolFailure
 from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.mcp_client import McpFailure, get_mcp_manager
 from vancetope.tools.models import (
@@ -118,6 +118,8 @@ class ToolBox:
         self._pool: dict[str, ToolManifest] | None = None
         self._catalogue: dict[str, ToolManifest] | None = None
         self._client: ClientSide | None = None
+        # Set by await_external: the turn ends BLOCKED once its result is answered.
+        self.awaiting: AwaitingExternal | None = None
 
     # --- what the process may use ----------------------------------------------------------------
 
@@ -281,6 +283,8 @@ class ToolBox:
             self._conversation.append(
                 LlmMessage(role="tool", content=result.content, tool_call_id=call.id)
             )
+        if self.awaiting is not None and result.ok:
+            raise self.awaiting
         return result
 
     def _run(self, manifest: ToolManifest, arguments: dict[str, Any], row: ToolCallRow) -> Any:

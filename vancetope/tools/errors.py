@@ -21,3 +21,18 @@ class ClientToolRequired(TurnControl):
         super().__init__(f"requires client tool: {tool}")
         self.tool = tool
         self.reason = f"requires client tool: {tool}"
+
+
+# How a process's lastError reads while it waits for an external event (await_external).
+WAITING_FOR_EXTERNAL = "waiting for external: "
+
+
+class AwaitingExternal(TurnControl):
+    """Raised by ToolBox.answer once await_external's result is in the conversation: the turn
+    ends here and the lane leaves the process BLOCKED on `key` (processes/lane/driver.py)."""
+
+    def __init__(self, key: str, reason: str = "") -> None:
+        self.key = key
+        self.reason = reason
+        tail = f" ({reason})" if reason else ""
+        super().__init__(f"{WAITING_FOR_EXTERNAL}{key}{tail}")

@@ -1,0 +1,277 @@
+"""Inbound webhook deliveries (PROTOCOL.md, "Inbound webhooks answer …"): one use case,
+`receive`, which the view (triggers/webhook_api.py) calls with the raw body it read under the
+cap. Every delivery, accepted or refused, leaves a TriggerEvent row with its reason.
+
+In order: a body over VANCETOPE_WEBHOOK_MAX_BYTES is a 413; a webhook-timestamp outside 5
+minutes a 400 (checked before the webhook is looked up, so it says nothing about which ids
+exist); an unknown webhook, a missing or wrong secret or signature are one and the same 401
+(same body, same headers: no oracle); only then is the body parsed (a body that is not JSON is
+a 400), the filter applied (202 `{filtered: true}`), the delivery id claimed by a unique row (a
+replay answers 200 with the first run's id and runs nothing) and the action run: 200 `{runId}`.
+
+A template naming a path the payload lacks (`${event.issue.key}`) is a 400 naming it, and
+nothing runs (the TriggerEvent says so): a sender's retry of the same payload fails the same
+way, a corrected one runs.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from processes.actions.external import unblock_external
+from sessions_app import services as sessions
+from sessions_app.models import ClientType, Session, SessionStatus
+from triggers import runs, transitions, webhook_secrets
+from triggers.models import (
+    DeliveryOutcome,
+    RunLog,
+    RunStatus,
+    TriggerEvent,
+    TriggerType,
+    Webhook,
+    WebhookDelivery,
+    WebhookMode,
+)
+from triggers.workflows import MISSING, event_value, substitute_event
+from vancetope.errors import BrainError
+from vancetope.ids import parse_whole_number
+from vancetope.infra import fastsql
+from vancetope.jsonbody import parse_json
+
+SECRET_HEADER = "x-webhook-secret"
+SIGNATURE_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
+HEADERS = (SECRET_HEADER, *SIGNATURE_HEADERS)
+EXCERPT_BYTES = 500
+# The one answer of every refused credential (and of an unknown id).
+UNAUTHORIZED = {
+    "code": 401,
+    "error": "unauthenticated",
+    "message": "webhook credentials missing or not valid",
+}
+# The project's standing system session of unblock_tasks runs (vancetope.tools ServiceSession).
+WEBHOOK_SERVICE = "webhook"
+# How long a replay waits for the first delivery's run id while that delivery still runs.
+REPLAY_WAIT_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass
+class Delivery:
+    ref: str
+    headers: Mapping[str, str]
+    body: bytes | None  # None: over the cap, never read
+    size: int
+    webhook: Webhook | None = None
+    delivery_id: str = ""
+
+
+def max_bytes() -> int:
+    return int(settings.VANCETOPE_WEBHOOK_MAX_BYTES)
+
+
+def receive(ref: str, headers: Mapping[str, str], body: bytes | None, size: int) -> Answer:
+    """Answer one delivery to `/api/webhooks/{ref}`. `headers` are lower-cased names;
+    `body` is None when it was over the cap (`size` then what was declared or read)."""
+    delivery = Delivery(ref, headers, body, size)
+    delivery.delivery_id = (headers.get("webhook-id") or "").strip()[:200]
+    # For the record only: no answer before the credentials' depends on it.
+    delivery.webhook = _webhook(ref)
+    if body is None or size > max_bytes():
+        return _record(delivery, 413, DeliveryOutcome.REFUSED, f"body over {max_bytes()} bytes")
+    problem = webhook_secrets.timestamp_problem(headers.get("webhook-timestamp"))
+    if problem:
+        return _record(delivery, 400, DeliveryOutcome.REFUSED, problem)
+    refusal = _credentials_refusal(delivery.webhook, headers, body)
+    if refusal:
+        return _record(delivery, 401, DeliveryOutcome.REFUSED, refusal, UNAUTHORIZED)
+    try:
+        event = parse_json(body, "the body")
+    except BrainError as exc:
+        return _refused_by(delivery, exc)
+    assert delivery.webhook is not None
+    return _accept(delivery, delivery.webhook, event)
+
+
+def _webhook(ref: str) -> Webhook | None:
+    head, _, tail = ref.partition("_")
+    pk = parse_whole_number(tail) if head == "wh" else None
+    if pk is None:
+        return None
+    found = fastsql.select(Webhook, "{id} = %s", [pk])
+    return found[0] if found else None
+
+
+def _credentials_refusal(webhook: Webhook | None, headers: Mapping[str, str], body: bytes) -> str:
+    """Why the credentials are refused ("" when they hold); every refusal answers alike."""
+    if webhook is None:
+        return "no such webhook"
+    if webhook.mode == WebhookMode.SECRET:
+        given = headers.get(SECRET_HEADER)
+        if not given:
+            return f"missing {SECRET_HEADER}"
+        return "" if webhook_secrets.secret_matches(webhook, given) else "wrong secret"
+    missing = [name for name in SIGNATURE_HEADERS if not headers.get(name)]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    verified = webhook_secrets.signature_matches(webhook, body, headers)
+    return "" if verified else "no valid signature in webhook-signature"
+
+
+def _accept(delivery: Delivery, webhook: Webhook, event: Any) -> Answer:
+    unmatched = _unmatched_filter(webhook.filter, event)
+    if unmatched:
+        reason = f"filter: {unmatched}"
+        return _record(delivery, 202, DeliveryOutcome.FILTERED, reason, {"filtered": True})
+    if not delivery.delivery_id:
+        delivery.delivery_id = f"dlv_{uuid.uuid4().hex}"  # nothing to deduplicate by
+    claim = WebhookDelivery(webhook=webhook, delivery_id=delivery.delivery_id)
+    try:
+        with transaction.atomic():
+            fastsql.insert([claim], returning_pk=True)
+    except IntegrityError:
+        return _replay(delivery, webhook)
+    try:
+        run, note = _act(webhook, delivery.delivery_id, event)
+    except BrainError as exc:
+        # Nothing ran: the id is free again, so a corrected retry runs.
+        claim.delete()
+        return _refused_by(delivery, exc)
+    fastsql.update(WebhookDelivery, "{id} = %s", [claim.pk], {"run": run.pk})
+    body = {"runId": run.public_id}
+    return _record(delivery, 200, DeliveryOutcome.ACCEPTED, note, body, run=run)
+
+
+def _unmatched_filter(wanted: dict[str, Any], event: Any) -> str:
+    for path, value in wanted.items():
+        found = event_value(event, path)
+        if found is MISSING or found != value:
+            return f"{path} is {'missing' if found is MISSING else repr(found)}, not {value!r}"
+    return ""
+
+
+def _replay(delivery: Delivery, webhook: Webhook) -> Answer:
+    deadline = time.monotonic() + REPLAY_WAIT_SECONDS
+    while True:
+        claim = WebhookDelivery.objects.filter(
+            webhook=webhook, delivery_id=delivery.delivery_id
+        ).first()
+        if claim is None or claim.run_id is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    run_id = f"run_{claim.run_id}" if claim is not None and claim.run_id else None
+    reason = f"webhook-id {delivery.delivery_id!r} seen before: nothing ran"
+    body = {"runId": run_id, "replayed": True}
+    return _record(delivery, 200, DeliveryOutcome.REPLAYED, reason, body)
+
+
+def _act(webhook: Webhook, delivery_id: str, event: Any) -> tuple[RunLog, str]:
+    """Run the webhook's action for a verified event: the run, and what it did."""
+    action = webhook.action
+    ids = {"webhook_id": webhook.public_id, "delivery_id": delivery_id}
+    if action.get("type") == "run_workflow":
+        values = {
+            name: substitute_event(template, event)
+            for name, template in dict(action.get("input") or {}).items()
+        }
+        started = runs.run_workflow(
+            webhook.owner,
+            str(action["workflowId"]),
+            values,
+            runs.Trigger(TriggerType.WEBHOOK, ClientType.WEBHOOK, **ids),
+        )
+        return started.run, f"started {started.process.public_id}"
+    key = substitute_event(str(action["match"]["blockedByExternal"]), event)
+    return unblock_tasks(webhook, key, event, ids)
+
+
+def unblock_tasks(
+    webhook: Webhook, key: str, event: Any, ids: dict[str, str]
+) -> tuple[RunLog, str]:
+    """unblock_tasks as a run: every process of the webhook's project BLOCKED on `key` is
+    steered with the event; the run counts them. It starts no process, so it runs in the
+    project's standing `webhook` system session (opened through create_session once, kept
+    open, as agrajag's is) instead of opening and closing one per delivery, which cost most
+    of a delivery's time (bench/webhooks.py)."""
+    run = transitions.start(
+        RunLog(
+            owner_id=webhook.owner_id,
+            project=webhook.project,
+            session_id=_standing_session(webhook),
+            owns_session=False,
+            client_type=ClientType.WEBHOOK,
+            trigger_type=TriggerType.WEBHOOK,
+            **ids,
+        ),
+        runs.announce,
+    )
+    unblocked = unblock_external(webhook.project_id, key, event)
+    with transaction.atomic():
+        transitions.finish(
+            run, RunStatus.COMPLETED, {"tasks_executed": len(unblocked)}, runs.announce
+        )
+    return run, f"unblocked {', '.join(unblocked) or 'nothing'} waiting for {key!r}"
+
+
+# Per Brain process: the project's standing webhook session, checked still OPEN at every use.
+_standing: dict[int, int] = {}
+
+
+def _standing_session(webhook: Webhook) -> int:
+    known = _standing.get(webhook.project_id)
+    if known is not None and fastsql.values(
+        Session,
+        ["id"],
+        "{id} = %s AND {project} = %s AND {status} = %s",
+        [known, webhook.project_id, SessionStatus.OPEN],
+    ):
+        return known
+    session = sessions.system_session(
+        webhook.project, WEBHOOK_SERVICE, client_type=ClientType.WEBHOOK
+    )
+    _standing[webhook.project_id] = session.pk
+    return int(session.pk)
+
+
+def _refused_by(delivery: Delivery, exc: BrainError) -> Answer:
+    body = {"code": exc.code, "error": exc.error, "message": exc.message}
+    return _record(delivery, exc.code, DeliveryOutcome.REFUSED, exc.message, body)
+
+
+def _record(
+    delivery: Delivery,
+    status: int,
+    outcome: DeliveryOutcome,
+    reason: str,
+    body: dict[str, Any] | None = None,
+    *,
+    run: RunLog | None = None,
+) -> Answer:
+    excerpt = (delivery.body or b"")[:EXCERPT_BYTES].decode("utf-8", "replace")
+    # One delivery is a few statements; fastsql spares compiling each (bench/webhooks.py).
+    event = TriggerEvent(
+        webhook=delivery.webhook,
+        webhook_ref=delivery.ref[:100],
+        delivery_id=delivery.delivery_id,
+        status_code=status,
+        outcome=outcome,
+        reason=reason,
+        run=run,
+        body_size=delivery.size,
+        body_excerpt=excerpt,
+    )
+    fastsql.insert([event])
+    if body is None:
+        body = {"code": status, "error": "refused", "message": reason}
+    return Answer(status, body)
