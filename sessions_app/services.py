@@ -20,6 +20,7 @@ from processes.actions import lifecycle
 from processes.actions.create import create_process
 from processes.models import ThinkProcess
 from processes.states import Status
+from recipes_app.models import Recipe
 from recipes_app.services import resolve_recipe
 from sessions_app import transitions
 from sessions_app.events import events_since
@@ -95,22 +96,17 @@ def create_session(
     recipe: str | None = None,
     tools: list[dict[str, Any]] | None = None,
     system: bool = False,
+    chat: bool = True,
 ) -> Session:
-    """Open a session and start its chat process from the chat recipe."""
+    """Open a session and start its chat process from the chat recipe. A system run's session
+    (`chat=False`) has none: a system client brings no chat (ARCHITECTURE §8), its processes
+    are the run's own."""
     project = get_visible_project(user, project_id)
     is_human = client_type in HUMAN_CLIENT_TYPES
-    if recipe:
-        chat_recipe = resolve_recipe(project, recipe=recipe, engine=None)
-    else:
-        engine = (
-            settings.VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE
-            if is_human
-            else settings.VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE
-        )
-        chat_recipe = resolve_recipe(project, recipe=None, engine=engine)
+    chat_recipe = _chat_recipe(project, recipe, is_human) if chat else None
     policy = (
         on_disconnect
-        or chat_recipe.params.get("onDisconnect")
+        or (chat_recipe.params.get("onDisconnect") if chat_recipe is not None else None)
         or DEFAULT_ON_DISCONNECT[ClientType(client_type)]
     )
     fp = fingerprint or FingerprintData(machine_id="")
@@ -128,12 +124,25 @@ def create_session(
             os_user=fp.os_user,
             client_tools=tools or [],
         )
-        chat = create_process(session, recipe=chat_recipe.name, start=False)
-        session.chat_process = chat
+        if chat_recipe is None:
+            return session
+        chat_process = create_process(session, recipe=chat_recipe.name, start=False)
+        session.chat_process = chat_process
         session.save(update_fields=["chat_process"])
-    lifecycle.start_process(chat.pk)
+    lifecycle.start_process(chat_process.pk)
     session.refresh_from_db()
     return session
+
+
+def _chat_recipe(project: Project, recipe: str | None, is_human: bool) -> Recipe:
+    if recipe:
+        return resolve_recipe(project, recipe=recipe, engine=None)
+    engine = (
+        settings.VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE
+        if is_human
+        else settings.VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE
+    )
+    return resolve_recipe(project, recipe=None, engine=engine)
 
 
 @dataclass(frozen=True)

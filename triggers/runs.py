@@ -63,7 +63,8 @@ class Started:
 
 
 def open_system_session(project: Project, client_type: str) -> Session:
-    """A new system session of one run, opened as every client's is (`create_session`)."""
+    """A new system session of one run, opened as every client's is (`create_session`), with
+    no chat process: a system client brings no chat (ARCHITECTURE §8)."""
     user = sessions.system_user()
     ProjectMembership.objects.get_or_create(user=user, project=project)
     return sessions.create_session(
@@ -72,6 +73,7 @@ def open_system_session(project: Project, client_type: str) -> Session:
         project_id=project.public_id,
         on_disconnect=DisconnectPolicy.CLOSE,
         system=True,
+        chat=False,
     )
 
 

@@ -38,8 +38,11 @@ def test_a_workflow_run_is_a_marvin_tree_in_a_system_session_and_its_run_log_com
     started = response.json()
     assert started["process"]["thinkEngine"] == "marvin"
     process = ThinkProcess.objects.get(pk=int(started["process"]["id"].removeprefix("tp_")))
-    # in a system session of its own, owned by _system, without tools
+    # in a system session of its own, owned by _system, without tools or a chat: the run's
+    # process is the only one in it
     session = process.session
+    assert session.chat_process_id is None
+    assert list(ThinkProcess.objects.filter(session=session, parent=None)) == [process]
     assert (session.client_type, session.is_human, session.system) == (
         ClientType.WORKFLOW,
         False,
