@@ -126,6 +126,9 @@ def assert_answer(response: Any, expected: int) -> None:
 @pytest.mark.parametrize("role", ROLES)
 def test_reading_recipes(role, alice, bob):
     existing(alice, RecipeScope.PROJECT)
+    Recipe.objects.create(
+        name="tenant-style", engine="ford", scope=RecipeScope.TENANT, tenant=alice.tenant
+    )
     who = caller(role, alice, bob)
     # when
     listing = who.api.get("/api/recipes", {"limit": 200})
@@ -137,6 +140,8 @@ def test_reading_recipes(role, alice, bob):
     sees_project = role in {TENANT_ADMIN, PROJECT_ADMIN, MEMBER}
     assert (("house-style", "project") in rows) is sees_project
     assert detail.status_code == (200 if sees_project else 404)
+    # and the tenant's recipes wherever it is in the tenant (an admin of another project too)
+    assert (("tenant-style", "tenant") in rows) is (role != OUTSIDER)
 
 
 # --- recipes: project recipes ----------------------------------------------------------------
