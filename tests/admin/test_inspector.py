@@ -17,7 +17,7 @@ from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.tool_names import known_tool_names
 from sessions_app.events import emit_event
-from tests.conftest import Tenancy, open_session
+from tests.conftest import Tenancy, open_session, wait_until
 from vancetope.tools.models import McpServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,6 +47,8 @@ def test_service_processes_of_system_sessions_are_found_by_system_category_engin
     open_session(alice)
     cron = open_session(alice, "cron", system=True)
     service = create_process(cron, goal="sweep", recipe="sweeper")
+    # its goal turn has run (the filter below asks for IDLE)
+    assert wait_until(lambda: ThinkProcess.objects.get(pk=service.pk).status == "IDLE")
     query = {
         "session__system__exact": "1",
         "category": "service",
