@@ -21,7 +21,7 @@ from triggers.models import Webhook, WebhookMode
 from triggers.workflows import field_error, get_visible_workflow
 from vancetope.ids import get_by_public_id
 from vancetope.tenancy.models import Project
-from vancetope.tenancy.services import get_visible_project, visible_projects
+from vancetope.tenancy.services import in_visible_projects
 
 FIELDS = {"name", "mode", "filter", "action"}
 ACTIONS = ("run_workflow", "unblock_tasks")
@@ -104,7 +104,7 @@ def _unknown_fields(body: dict[str, Any], allowed: set[str]) -> None:
 
 def visible_webhooks(user: Any) -> QuerySet[Webhook]:
     """Webhooks of the projects the user sees (another tenant's are never seen)."""
-    return Webhook.objects.filter(project__in=visible_projects(user)).select_related("project")
+    return in_visible_projects(Webhook.objects.all(), user)
 
 
 def get_visible_webhook(user: Any, webhook_id: str) -> Webhook:
@@ -112,10 +112,7 @@ def get_visible_webhook(user: Any, webhook_id: str) -> Webhook:
 
 
 def filtered_webhooks(user: Any, project: str | None = None) -> QuerySet[Webhook]:
-    rows = visible_webhooks(user)
-    if project:
-        rows = rows.filter(project=get_visible_project(user, project))
-    return rows.order_by("name", "pk")
+    return in_visible_projects(Webhook.objects.all(), user, project).order_by("name", "pk")
 
 
 def _save(webhook: Webhook) -> None:

@@ -22,7 +22,7 @@ from triggers.models import Workflow
 from vancetope.errors import BadRequest
 from vancetope.ids import get_by_public_id
 from vancetope.tenancy.models import Project
-from vancetope.tenancy.services import get_visible_project, visible_projects
+from vancetope.tenancy.services import in_visible_projects
 
 NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 WORKFLOW_SCHEMA: dict[str, Any] = {
@@ -207,7 +207,7 @@ def instantiate(body: dict[str, Any], values: dict[str, Any]) -> tuple[str, list
 
 def visible_workflows(user: Any) -> QuerySet[Workflow]:
     """Workflows of the projects the user sees (another tenant's are never seen)."""
-    return Workflow.objects.filter(project__in=visible_projects(user)).select_related("project")
+    return in_visible_projects(Workflow.objects.all(), user)
 
 
 def get_visible_workflow(user: Any, workflow_id: str) -> Workflow:
@@ -215,10 +215,7 @@ def get_visible_workflow(user: Any, workflow_id: str) -> Workflow:
 
 
 def filtered_workflows(user: Any, project: str | None = None) -> QuerySet[Workflow]:
-    rows = visible_workflows(user)
-    if project:
-        rows = rows.filter(project=get_visible_project(user, project))
-    return rows.order_by("name", "pk")
+    return in_visible_projects(Workflow.objects.all(), user, project).order_by("name", "pk")
 
 
 def _stored(workflow: Workflow, body: Any, source: str) -> Workflow:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Q, QuerySet
+from django.db.models import Model, Q, QuerySet
 from django.utils import timezone
 
 from vancetope.errors import Forbidden, NotFound
@@ -90,6 +92,19 @@ def get_visible_project(user: AnyUser, public_id: str) -> Project:
     if project is None:
         raise NotFound(f"project {public_id!r} not found")
     return project
+
+
+M = TypeVar("M", bound=Model)
+
+
+def in_visible_projects(
+    rows: QuerySet[M], user: AnyUser, project: str | None = None
+) -> QuerySet[M]:
+    """`rows` of the projects the user sees (another tenant's are never seen); with `project`
+    (a public id), of that one only: a project the user does not see is a 404."""
+    if project:
+        return rows.filter(project=get_visible_project(user, project)).select_related("project")
+    return rows.filter(project__in=visible_projects(user)).select_related("project")
 
 
 def is_tenant_admin(user: AnyUser, tenant_id: int) -> bool:
