@@ -148,6 +148,8 @@ class LeaseKeeper:
         self.lease = lease
         self.lost = threading.Event()
         self.next_beat = 0.0
+        # True while the heartbeat thread is writing this lease's beat.
+        self.beating = False
 
     def __enter__(self) -> LeaseKeeper:
         _heartbeats().add(self)
@@ -176,8 +178,23 @@ class _Heartbeats:
                 self._changed.notify()
 
     def remove(self, keeper: LeaseKeeper) -> None:
+        """Stop beating `keeper`; once this returns no beat of it is in flight, so the lane's
+        holder may let go (and a test may flush the tables) without racing a beat."""
         with self._changed:
             self._keepers.discard(keeper)
+            while keeper.beating and threading.current_thread() is not self._thread:
+                self._changed.wait()
+
+    def _begin_beat(self, keeper: LeaseKeeper) -> bool:
+        """Claim `keeper`'s beat unless it was removed since it fell due."""
+        with self._changed:
+            keeper.beating = keeper in self._keepers
+            return keeper.beating
+
+    def _end_beat(self, keeper: LeaseKeeper) -> None:
+        with self._changed:
+            keeper.beating = False
+            self._changed.notify_all()
 
     def _due(self) -> list[LeaseKeeper]:
         """Wait until a keeper is due; return the due ones."""
@@ -199,6 +216,8 @@ class _Heartbeats:
     def _run(self) -> None:
         while True:
             for keeper in self._due():
+                if not self._begin_beat(keeper):
+                    continue
                 try:
                     heartbeat(keeper.lease)
                 except LeaseLost:
@@ -208,6 +227,8 @@ class _Heartbeats:
                     # A database hiccup: try again next beat; the lease outlives a few misses.
                     log.exception("heartbeat of tp_%s failed", keeper.lease.process_id)
                     close_old_connections()
+                finally:
+                    self._end_beat(keeper)
 
 
 _heartbeat_thread: _Heartbeats | None = None

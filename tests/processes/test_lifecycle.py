@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -433,3 +434,36 @@ def test_lease_keeper_notices_a_lost_lease(alice, settings):
     with lanes.LeaseKeeper(lease) as keeper:
         ThinkProcess.objects.filter(pk=session.chat_process_id).update(lease_owner="thief")
         wait_until(keeper.lost.is_set, timeout=3)
+
+
+def test_leaving_a_kept_lease_waits_for_its_beat_in_flight(alice, settings, monkeypatch):
+    # given a kept lease whose beat is being written when the holder leaves
+    settings.VANCETOPE_LEASE_SECONDS = 0.3
+    session = open_session(alice)
+    lease = lanes.try_acquire(session.chat_process_id)
+    in_beat, finish_beat, beats_done = threading.Event(), threading.Event(), []
+    real_heartbeat = lanes.heartbeat
+
+    def slow_heartbeat(held: lanes.Lease) -> None:
+        in_beat.set()
+        finish_beat.wait(5)
+        real_heartbeat(held)
+        beats_done.append(time.monotonic())
+
+    monkeypatch.setattr(lanes, "heartbeat", slow_heartbeat)
+    keeper = lanes.LeaseKeeper(lease).__enter__()
+    assert in_beat.wait(3)
+    # when the holder leaves while the beat is still being written
+    left: list[float] = []
+    leaving = threading.Thread(target=lambda: (keeper.__exit__(None, None, None), left.append(1)))
+    leaving.start()
+    time.sleep(0.2)
+    # then it has not left yet; it leaves only after the beat's write, and no beat follows
+    assert left == []
+    finish_beat.set()
+    leaving.join(3)
+    assert left == [1]
+    assert len(beats_done) == 1
+    time.sleep(0.4)
+    assert len(beats_done) == 1
+    lanes.release(lease)
