@@ -83,6 +83,11 @@ class ThinkEngine(ABC):
     # The engine's default tool pool; recipes add and remove from it.
     allowed_tools: ClassVar[frozenset[str]] = frozenset()
     default_settings: ClassVar[dict[str, Any]] = {}
+    # The defaults a tenant, group, project or session may override (the settings cascade,
+    # README "Settings"): name → description. Each becomes the setting `<engine>.<name>`, typed
+    # by its default, and reaches ctx.settings unprefixed; recipe and process params still
+    # override it.
+    setting_descriptions: ClassVar[dict[str, str]] = {}
     # Required: how a process of this engine stays open after start (see Contract);
     # register_engine refuses an engine without one.
     contract: ClassVar[Contract]

@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "processes",
     "sessions_app",
     "vancetope.tools",
+    "vancetope.config",
     "inbox",
     "triggers",
     "webui",
@@ -222,6 +223,11 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+# The variables above are the defaults of the settings llm.provider, llm.model, llm.baseUrl,
+# llm.apiKey and llm.fallbackModel, which tenants, groups, projects and sessions may override
+# (vancetope/config/, README "Settings"). Fernet key(s) that encrypt secret settings at rest,
+# comma-separated (the first encrypts, every one decrypts); empty: one derived from SECRET_KEY.
+VANCETOPE_SETTINGS_KEY = env_str("VANCETOPE_SETTINGS_KEY", "")
 
 # --- sessions ------------------------------------------------------------------------------------
 # The chat engine of a session that names no recipe (`session.defaultChatEngine`): arthur for a

@@ -14,6 +14,7 @@ from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
 from triggers.cron_api import CronJobViewSet
 from triggers.webhook_api import WebhookViewSet, webhook_route
 from vancetope.api import api_not_found
+from vancetope.config.api import SettingViewSet
 from vancetope.health import Healthz
 from vancetope.tools.api import ToolHealthViewSet
 
@@ -28,6 +29,7 @@ router.register("runs", RunViewSet, basename="run")
 router.register("notifications", NotificationViewSet, basename="notification")
 router.register("cron-jobs", CronJobViewSet, basename="cron-job")
 router.register("webhooks", WebhookViewSet, basename="webhook")
+router.register("settings", SettingViewSet, basename="setting")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

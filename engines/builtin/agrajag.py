@@ -46,6 +46,10 @@ class Agrajag(ThinkEngine):
         ),
         "maxSteps": 3,
     }
+    setting_descriptions = {
+        "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
+        "maxSteps": "LLM calls of one diagnosis.",
+    }
     # Spawned for a tool it waits for its CONTROL message; that one turn diagnoses the tool
     # and closes the process DONE.
     contract = Contract(

@@ -108,6 +108,12 @@ class Arthur(ThinkEngine):
         # A worker's DONE report at least this long is also kept as an OUTPUT_TEXT item.
         "outputTextMinChars": 500,
     }
+    setting_descriptions = {
+        "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
+        "maxSteps": "LLM calls per chat message (each may call tools).",
+        "outputTextMinChars": "A worker's DONE report at least this long is also kept as an "
+        "OUTPUT_TEXT inbox item.",
+    }
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

@@ -35,6 +35,9 @@ class Ford(ThinkEngine):
     description = "Minimal chat: user message → LLM → reply. No tools, no memory."
     version = "1.0.0"
     default_settings = {"systemPrompt": "You are Ford, a concise and helpful assistant."}
+    setting_descriptions = {
+        "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
+    }
     # A worker answers its goal in its first turn and stays open for the next message.
     contract = Contract(goal="say something", start_defers_turn=True)
 

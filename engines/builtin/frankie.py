@@ -54,6 +54,11 @@ class Frankie(ThinkEngine):
         # Prompt + completion tokens per goal (or per chat message).
         "maxTokens": 100_000,
     }
+    setting_descriptions = {
+        "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
+        "maxSteps": "LLM calls per goal (or per chat message).",
+        "maxTokens": "Prompt + completion tokens per goal (or per chat message).",
+    }
     # A worker closes DONE once its goal is reached; the session's chat process stays open.
     contract = Contract(chat_process=True)
 

@@ -193,6 +193,12 @@ class Marvin(ThinkEngine):
         "maxNodes": 20,
         "maxDepth": 3,
     }
+    setting_descriptions = {
+        "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
+        "workerRecipe": "The recipe of a WORKER node that names none.",
+        "maxNodes": "Nodes a task tree may grow to.",
+        "maxDepth": "How deep PLAN nodes may nest.",
+    }
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

@@ -59,6 +59,8 @@ class Vogon(ThinkEngine):
         },
     )
     default_settings = {"strategy": "draft-review-ship", "workerRecipe": "vogon-worker"}
+    # `strategy` is resolved once, when a process is created (prepare_params): not a setting.
+    setting_descriptions = {"workerRecipe": "The recipe of a phase's worker that names none."}
 
     @override
     def prepare_params(self, params: dict[str, Any], definitions: Definitions) -> dict[str, Any]:

@@ -151,6 +151,10 @@ class Zaphod(ThinkEngine):
         ),
         "headRecipe": "zaphod-head",
     }
+    setting_descriptions = {
+        "systemPrompt": "The synthesizer's system prompt when the recipe gives no prompt prefix.",
+        "headRecipe": "The recipe of each head.",
+    }
 
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:

@@ -27,9 +27,11 @@ from processes.lane.boundary import Boundary
 from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from sessions_app.event_sink import Event, EventSink
+from vancetope.config import keys
+from vancetope.config.cascade import Effective, session_values
 from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
-from vancetope.llm.factory import get_provider
+from vancetope.llm.factory import LlmConfig, get_provider
 from vancetope.tools.health import ToolHealthAccess
 
 
@@ -40,11 +42,16 @@ def engine_of(process: ThinkProcess) -> ThinkEngine:
     return engine
 
 
-def engine_settings(engine: ThinkEngine, process: ThinkProcess) -> dict[str, object]:
-    """Engine defaults ← recipe params ← process params, and the recipe's prompt prefix."""
+def engine_settings(
+    engine: ThinkEngine, process: ThinkProcess, cascade: Effective | None = None
+) -> dict[str, object]:
+    """Engine defaults ← the settings cascade (the engine's namespace, unprefixed, and the
+    Brain's non-secret keys such as `llm.model`) ← recipe params ← process params, and the
+    recipe's prompt prefix."""
     snapshot = process.recipe_snapshot
     return {
         **engine.default_settings,
+        **(cascade.for_engine(engine.name) if cascade is not None else {}),
         **snapshot.get("params", {}),
         **process.engine_params,
         "promptPrefix": snapshot.get("promptPrefix", ""),
@@ -89,20 +96,22 @@ def build_context(
     chat = chat_process_of(process.session_id) == process.pk
     budget = TreeBudget(process, chat=chat)
     children = ChildProcesses(process)
+    # The settings of the revision the lease read: no statement unless it is new here.
+    cascade = session_values(process.session_id, keeper.lease.settings_revision)
     ctx = ThinkEngineContext(
         process=process,
         llm=LlmAccess(
-            get_provider(),
+            get_provider(llm_config(cascade)),
             events,
             usage,
             boundary,
             CallInfo(engine=process.think_engine, recipe=process.recipe_name),
             before_call=lambda: _before_llm_call(budget, usage),
-            fallback_model=settings.VANCETOPE_LLM_FALLBACK_MODEL,
+            fallback_model=str(cascade.value(keys.FALLBACK_MODEL.name)),
         ),
         conversation=conversation,
         events=events,
-        settings=engine_settings(engine, process),
+        settings=engine_settings(engine, process, cascade),
         usage=usage,
         tools=toolbox_for(
             process, engine.allowed_tools, boundary, conversation=conversation, events=events
@@ -116,6 +125,16 @@ def build_context(
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
     return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
+
+
+def llm_config(cascade: Effective) -> LlmConfig:
+    """The provider the process's settings select."""
+    return LlmConfig(
+        kind=str(cascade.value(keys.PROVIDER.name)),
+        model=str(cascade.value(keys.MODEL.name)),
+        base_url=str(cascade.value(keys.BASE_URL.name)),
+        api_key=str(cascade.value(keys.API_KEY.name)),
+    )
 
 
 def _before_llm_call(budget: TreeBudget, usage: TurnUsage) -> None:

@@ -32,6 +32,7 @@ from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from sessions_app.events import emit_events
 from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.llm.base import LlmError
+from vancetope.llm.factory import LlmConfigError
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired
 
 log = logging.getLogger(__name__)
@@ -181,6 +182,8 @@ RETRYABLE_CLIENT_ERRORS = frozenset({408, 409, 429})
 def _refused_for_good(exc: LlmError) -> bool:
     """The provider answered a 4xx no retry can fix (a bad key, an unknown model): the SDKs'
     status errors carry `status_code`, and the providers raise LlmError from them."""
+    if isinstance(exc, LlmConfigError):
+        return True  # the provider's settings are wrong (no key): fixed only by fixing them
     status = getattr(exc.__cause__, "status_code", None)
     return isinstance(status, int) and 400 <= status < 500 and status not in RETRYABLE_CLIENT_ERRORS
 

@@ -27,6 +27,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
+from vancetope.config.cascade import revision_sql
 from vancetope.errors import TurnControl
 from vancetope.infra import fastsql
 
@@ -48,6 +49,9 @@ class Lease:
     released: bool = False
     # The process row as the acquisition left it (read in the same statement).
     process: ThinkProcess | None = None
+    # The settings revision when the lane was taken (read in the same statement): the
+    # lane's calls use the settings of this revision (vancetope/config/cascade.py).
+    settings_revision: int = 0
 
     def fenced(self) -> QuerySet[ThinkProcess]:
         """The process row, only while this lease still holds it."""
@@ -99,16 +103,22 @@ def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
     now = timezone.now()
     expires = now + timedelta(seconds=lease_seconds())
     # One compare-and-swap statement: free (or expired) → ours, with the next fence; it
-    # returns the row, so the holder need not read it again.
+    # returns the row, so the holder need not read it again, and the settings revision, so
+    # the holder knows without a statement of its own whether its cached settings are current.
     taken = fastsql.update_returning(
         ThinkProcess,
         "{id} = %s AND ({lease_owner} = '' OR {lease_expires_at} < %s)",
         [process_id, connection.ops.adapt_datetimefield_value(now)],
         {"lease_owner": owner, "lease_expires_at": expires, "lease_fence": fastsql.Add(1)},
+        also=[("settings_revision", revision_sql())],
     )
     if not taken:
         return None
-    return Lease(process_id, owner, taken[0].lease_fence, expires, process=taken[0])
+    row = taken[0]
+    revision = int(getattr(row, "settings_revision", None) or 0)
+    return Lease(
+        process_id, owner, row.lease_fence, expires, process=row, settings_revision=revision
+    )
 
 
 def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | None:

@@ -504,7 +504,7 @@ def test_a_finished_phase_never_runs_again_after_a_suspend_resume_and_recovery(a
             {"recipe": "vogon-worker", "match": "^check", "reply": "checked", "delay": 1},
         ]
     )
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda: provider)
+    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
     strategy = {
         "phases": [
             {"name": "collect", "goal": "collect ${goal}"},

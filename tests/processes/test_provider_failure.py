@@ -47,7 +47,7 @@ class FlakyProvider(LlmProvider):
 @pytest.fixture
 def flaky(monkeypatch: pytest.MonkeyPatch) -> FlakyProvider:
     provider = FlakyProvider()
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda: provider)
+    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
     return provider
 
 

@@ -119,7 +119,7 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     # given an LLM that asks for the client's shell once
     script = [{"match": "list the files", "times": 1, "tool_calls": [SHELL_RUN_CALL]}]
     provider = ScriptedProvider(script)
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda: provider)
+    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
     client = await connect(bearer(alice))
     recording = client.ws = Recording(client.ws)
     # when a client goes through every request PROTOCOL.md offers

@@ -48,7 +48,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Any]], ToolReadingPro
 
     def install(script: list[Any]) -> ToolReadingProvider:
         provider = ToolReadingProvider(script)
-        monkeypatch.setattr("processes.lane.context.get_provider", lambda: provider)
+        monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
         return provider
 
     return install

@@ -241,14 +241,34 @@ def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[
 
 
 def update_returning(
-    model: type[M], where: str, params: Sequence[Any], changes: dict[str, Any]
+    model: type[M],
+    where: str,
+    params: Sequence[Any],
+    changes: dict[str, Any],
+    *,
+    also: Sequence[tuple[str, str]] = (),
 ) -> list[M]:
-    """As `update`, and the changed rows as they are after it (one statement)."""
+    """As `update`, and the changed rows as they are after it (one statement). `also` adds
+    (attribute, SQL expression) pairs to what the statement returns, each set on the returned
+    instances as that attribute: a scalar subquery about another table rides along for free
+    (`sql()` names its columns)."""
     db = _db()
     returning = _select(db, model, None, "", "")
+    if also:
+        extra = ", ".join(expression for _, expression in also)
+        returning = _Select(
+            returning.sql, f"{returning.columns}, {extra}", returning.attnames, returning.converters
+        )
     statement, values = _update(db, model, where, params, changes, returning=returning)
     rows = _convert(db, returning, _fetch(db, statement, values))
-    return [model.from_db(db.alias, returning.attnames, row) for row in rows]
+    width = len(returning.attnames)
+    found = []
+    for row in rows:
+        instance = model.from_db(db.alias, returning.attnames, row[:width])
+        for (name, _), value in zip(also, row[width:], strict=True):
+            setattr(instance, name, value)
+        found.append(instance)
+    return found
 
 
 def _update(
@@ -261,7 +281,7 @@ def _update(
 ) -> tuple[str, list[Any]]:
     names = tuple(changes)
     shape = tuple(isinstance(changes[name], Add) for name in names)
-    key = ("update", db.vendor, model, names, shape, where, returning is not None)
+    key = ("update", db.vendor, model, names, shape, where, returning and returning.columns)
     found = _updates.get(key)
     if found is None:
         parts = []
