@@ -9,9 +9,17 @@ from django.core.exceptions import ImproperlyConfigured
 from pytest_django import Settings
 
 from tests.support.openai_stub import OpenAIStubServer
+from vancetope.llm import factory
 from vancetope.llm.anthropic_provider import AnthropicProvider
 from vancetope.llm.base import LlmMessage, collect
-from vancetope.llm.factory import describe_provider, get_provider, reset_provider_cache
+from vancetope.llm.factory import (
+    LlmConfig,
+    LlmConfigError,
+    MisconfiguredProvider,
+    describe_provider,
+    get_provider,
+    reset_provider_cache,
+)
 from vancetope.llm.openai_provider import OpenAICompatibleProvider
 from vancetope.llm.scripted import ScriptedProvider
 
@@ -172,3 +180,50 @@ def test_an_unknown_provider_is_rejected_naming_the_allowed_values(
 
     with pytest.raises(ImproperlyConfigured, match=r"'gemini'.*scripted, openai, anthropic"):
         get_provider()
+
+
+def test_a_resolved_configuration_gets_its_own_provider_and_keeps_it(settings: Settings) -> None:
+    # given the openai environment
+    settings.VANCETOPE_LLM = "openai"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.OPENAI_API_KEY = "sk-env"
+    project = LlmConfig(kind="openai", model="project-model")
+    # when
+    first, again = get_provider(project), get_provider(project)
+    rotated = get_provider(LlmConfig(kind="openai", model="project-model", api_key="sk-new"))
+    # then one provider per configuration, the environment filling the parts it leaves empty
+    assert first is again
+    assert isinstance(first, OpenAICompatibleProvider)
+    assert (first.model, first.base_url, first.api_key) == (
+        "project-model",
+        "http://127.0.0.1:9/v1",
+        "sk-env",
+    )
+    assert isinstance(rotated, OpenAICompatibleProvider)
+    assert rotated is not first
+    assert rotated.api_key == "sk-new"
+
+
+def test_a_configuration_that_cannot_build_a_provider_fails_its_calls_not_the_caller(
+    settings: Settings,
+) -> None:
+    # given anthropic with no key anywhere
+    settings.ANTHROPIC_API_KEY = ""
+    # when
+    provider = get_provider(LlmConfig(kind="anthropic"))
+    # then building it did not raise; its calls do, as a configuration error of the provider
+    assert isinstance(provider, MisconfiguredProvider)
+    with pytest.raises(LlmConfigError, match="needs ANTHROPIC_API_KEY"):
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
+    assert isinstance(get_provider(LlmConfig(kind="gemini")), MisconfiguredProvider)
+
+
+def test_the_provider_cache_keeps_only_the_most_recently_used(scripted_settings: Settings) -> None:
+    # given more configurations than the cache keeps
+    first = get_provider(LlmConfig(kind="scripted", model="m-0"))
+    for number in range(1, factory.CACHED_PROVIDERS + 1):
+        get_provider(LlmConfig(kind="scripted", model=f"m-{number}"))
+    # then the oldest was let go, the newest kept
+    assert get_provider(LlmConfig(kind="scripted", model="m-0")) is not first
+    newest = LlmConfig(kind="scripted", model=f"m-{factory.CACHED_PROVIDERS}")
+    assert get_provider(newest) is get_provider(newest)
