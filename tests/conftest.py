@@ -26,6 +26,7 @@ from recipes_app.strategies import sync_bundled_strategies
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
 from vancetope import ratelimit
+from vancetope.config.cascade import forget_cached as forget_cached_settings
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.tenancy.models import (
     ApiToken,
@@ -94,6 +95,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _inprocess_worker(settings: Any) -> Iterator[None]:
     settings.VANCETOPE_WORKER = "inprocess"
     reset_provider_cache()
+    # Revisions and session ids start again with every test's database: a worker's cached
+    # settings of an earlier test must not answer for this one's.
+    forget_cached_settings()
     # Every test starts with no rate-limit counts (user ids are reused across tests).
     ratelimit.reset()
     yield

@@ -24,8 +24,11 @@ from processes.models import ConversationMessage, PendingMessage, ProcessTransit
 from processes.queries import forget_chat_process
 from processes.states import Status
 from sessions_app.models import Session, SessionEvent
+from tests.config.helpers import set_value
 from tests.conftest import open_session
 from triggers.models import RunLog
+from vancetope.config.cascade import current_revision
+from vancetope.config.models import Scope, Setting, SettingsRevision
 from vancetope.tools.models import ToolHealth
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,6 +41,8 @@ SESSION = Session._meta.db_table
 EVENT = SessionEvent._meta.db_table
 HEALTH = ToolHealth._meta.db_table
 RUN = RunLog._meta.db_table
+SETTING = Setting._meta.db_table
+REVISION = SettingsRevision._meta.db_table
 
 # send_chat: one transaction (BEGIN and COMMIT are round trips too, and counted).
 CHAT = [
@@ -53,7 +58,10 @@ FIRST_CHAT = [f"SELECT {SESSION}", *CHAT]
 
 # The lane draining the one message (arthur's turn that answers without calling a tool).
 LANE = [
-    f"UPDATE {PROCESS}",  # take the lease (compare-and-swap), returning the process row
+    # take the lease (compare-and-swap), returning the process row and the settings revision:
+    # a worker that has the session's settings of that revision reads none (else one SELECT
+    # of them follows the next statement)
+    f"UPDATE {PROCESS}",
     f"SELECT {PENDING}",  # the next pending message
     # the engine shows the user's message at once, and with it the run starts (RUNNING)
     "BEGIN",
@@ -163,3 +171,29 @@ def test_a_chat_turn_runs_the_counted_statements(chat):
         ("user", "completed", 1),
         ("user", "completed", 1),
     ]
+
+
+def test_stored_settings_cost_a_turn_one_statement_per_revision_and_worker(chat, alice):
+    # given a session that has chatted, and then a value set at its project
+    chat("hello")
+    before = current_revision()
+    set_value("arthur.maxSteps", Scope.PROJECT, alice.project, 4)
+    assert current_revision() == before + 1
+    # when it chats again, and once more
+    _, first = chat("after the change")
+    _, second = chat("and again")
+    # then the first turn after the change reads the session's settings, once, right after
+    # its message; the next turn, at the same revision, reads nothing more
+    settings_read = f"SELECT {SETTING}"
+    assert shapes(first) == [*LANE[:2], settings_read, *LANE[2:]]
+    assert shapes(second) == LANE
+
+
+def test_the_settings_revision_rides_on_the_statement_that_takes_the_lease(chat):
+    # when
+    _, driving = chat("hello")
+    # then the lease's compare-and-swap returns the revision with the row: no statement of
+    # its own
+    take_lease = driving.captured_queries[0]["sql"]
+    assert shape(take_lease) == f"UPDATE {PROCESS}"
+    assert REVISION in take_lease
