@@ -83,6 +83,7 @@ def test_the_llm_keys_are_registered_and_only_the_api_key_is_secret():
 def scratch_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keys registered by a test are gone after it."""
     monkeypatch.setattr(registry, "_keys", dict(registry._keys))
+    monkeypatch.setattr(registry, "_by_engine", {})
 
 
 def test_a_second_different_key_of_the_same_name_is_refused(scratch_registry):

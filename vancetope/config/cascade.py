@@ -20,7 +20,7 @@ from django.db.models import Q, Subquery
 
 from vancetope.config import secrets
 from vancetope.config.models import CASCADE, Scope, Setting, SettingsRevision
-from vancetope.config.registry import SettingKey, all_keys, engine_keys
+from vancetope.config.registry import SettingKey, all_keys, brain_keys, engine_keys, get_key
 from vancetope.infra import fastsql
 
 DEFAULT = "default"
@@ -68,7 +68,8 @@ class Chain:
 
 
 class Effective(Mapping[str, Resolved]):
-    """Every registered key's resolution, by key name, in registration order."""
+    """Every registered key's resolution, by key name. A key is resolved when first read
+    (a turn reads its engine's keys and the llm ones, not every engine's)."""
 
     def __init__(self, stored: Iterable[Stored], order: list[str]) -> None:
         rank = {scope: index for index, scope in enumerate(order)}
@@ -77,38 +78,56 @@ class Effective(Mapping[str, Resolved]):
             held = narrowest.get(row.key)
             if held is None or rank[row.scope] < rank[held.scope]:
                 narrowest[row.key] = row
+        self._narrowest = narrowest
         self._resolved: dict[str, Resolved] = {}
-        values: dict[str, Any] = {}
-        for key in all_keys():
-            found = narrowest.get(key.name)
-            if found is None:
-                resolved = Resolved(key, key.default_value(values))
-            else:
-                resolved = Resolved(key, found.value, found.scope, found.scope_id)
-            self._resolved[key.name] = resolved
-            values[key.name] = resolved.value
+        self._values = _Values(self)
 
     def __getitem__(self, name: str) -> Resolved:
-        return self._resolved[name]
+        found = self._resolved.get(name)
+        if found is None:
+            key = get_key(name)
+            row = self._narrowest.get(name)
+            if row is None:
+                found = Resolved(key, key.default_value(self._values))
+            else:
+                found = Resolved(key, row.value, row.scope, row.scope_id)
+            self._resolved[name] = found
+        return found
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._resolved)
+        return (key.name for key in all_keys())
 
     def __len__(self) -> int:
-        return len(self._resolved)
+        return len(all_keys())
 
     def value(self, name: str) -> Any:
-        return self._resolved[name].value
+        return self[name].value
 
     def for_engine(self, engine: str) -> dict[str, Any]:
         """What an engine's ctx.settings holds of the cascade: its own namespace's keys
         unprefixed, and the Brain's other non-secret keys by their full names (`llm.model`).
         Secrets never."""
-        found = {key.short_name: self._resolved[key.name].value for key in engine_keys(engine)}
-        for name, resolved in self._resolved.items():
-            if not resolved.key.engine and not resolved.key.secret:
-                found[name] = resolved.value
+        found = {key.short_name: self.value(key.name) for key in engine_keys(engine)}
+        for key in brain_keys():
+            if not key.secret:
+                found[key.name] = self.value(key.name)
         return found
+
+
+class _Values(Mapping[str, Any]):
+    """The values of an Effective, as a default function reads them."""
+
+    def __init__(self, effective: Effective) -> None:
+        self._effective = effective
+
+    def __getitem__(self, name: str) -> Any:
+        return self._effective.value(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._effective)
+
+    def __len__(self) -> int:
+        return len(self._effective)
 
 
 def _load(rows: Iterable[Setting]) -> list[Stored]:

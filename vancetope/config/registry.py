@@ -108,6 +108,8 @@ def _article(kind: SettingType) -> str:
 
 
 _keys: dict[str, SettingKey] = {}
+# engine_keys() and brain_keys() ("") by engine, dropped whenever a key is registered.
+_by_engine: dict[str, list[SettingKey]] = {}
 _lock = threading.Lock()
 
 
@@ -123,6 +125,7 @@ def register(key: SettingKey) -> SettingKey:
         if existing is not None and existing != key:
             raise ValueError(f"setting key {key.name!r} registered twice, differently")
         _keys[key.name] = key
+        _by_engine.clear()
     return key
 
 
@@ -175,4 +178,20 @@ def all_keys() -> list[SettingKey]:
 
 
 def engine_keys(engine: str) -> list[SettingKey]:
-    return [key for key in _keys.values() if key.engine and key.namespace == engine]
+    """The keys of an engine's namespace (kept per engine: a turn asks for them)."""
+    found = _by_engine.get(engine)
+    if found is None:
+        found = [key for key in _keys.values() if key.engine and key.namespace == engine]
+        with _lock:
+            _by_engine[engine] = found
+    return found
+
+
+def brain_keys() -> list[SettingKey]:
+    """The keys of no engine (the llm ones)."""
+    found = _by_engine.get("")
+    if found is None:
+        found = [key for key in _keys.values() if not key.engine]
+        with _lock:
+            _by_engine[""] = found
+    return found
