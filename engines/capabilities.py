@@ -11,7 +11,8 @@ Brain that owns the data, and the lane (`processes/lane/context.py`) puts them t
 | `ctx.events`   | `Events`        | `sessions_app/event_sink.py` (`EventSink`)              |
 | `ctx.tools`    | `Tools`         | `vancetope/tools/dispatch.py` (`ToolBox`)               |
 | `ctx.tool_health` | `ToolHealth` | `vancetope/tools/health.py` (`ToolHealthAccess`)       |
-| `ctx.settings` | `Mapping`       | engine defaults ← recipe params ← process params        |
+| `ctx.settings` | `Mapping`       | engine defaults ← settings cascade (vancetope/config/)  |
+|                |                 | ← recipe params ← process params                        |
 | `ctx.processes`| `Processes`     | `processes/capabilities/children.py` (`ChildProcesses`) |
 | `ctx.inbox`    | `Inbox`         | `inbox/capability.py`, if the pool holds `inbox_post`   |
 | `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
