@@ -159,3 +159,17 @@ def test_the_defaults_are_the_environments_by_provider(alice, settings):
     found = effective(chain_of(alice))
     assert found["llm.provider"].value == "openai"
     assert found["llm.baseUrl"].value == "http://127.0.0.1:9/v1"
+
+
+def test_a_deleted_project_or_session_takes_its_settings_along(alice):
+    # given values at alice's project, a session of it, and her tenant
+    session = open_session(alice)
+    set_value("llm.model", Scope.TENANT, alice.tenant, "tenant-model")
+    set_value("llm.model", Scope.PROJECT, alice.project, "project-model")
+    set_value("llm.model", Scope.SESSION, session, "session-model")
+    # when the session goes, then the project
+    session.delete()
+    assert sorted(Setting.objects.values_list("scope", flat=True)) == ["project", "tenant"]
+    alice.project.delete()
+    # then only the tenant's is left
+    assert list(Setting.objects.values_list("scope", flat=True)) == ["tenant"]

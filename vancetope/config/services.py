@@ -232,6 +232,14 @@ def do_unset(name: str, scope: str, scope_id: int) -> bool:
     return bool(deleted)
 
 
+def forget_scope(scope: str, scope_id: int) -> None:
+    """Delete every value set at a scope that is gone (its row was deleted)."""
+    with transaction.atomic():
+        deleted, _ = Setting.objects.filter(scope=scope, scope_id=scope_id).delete()
+        if deleted:
+            raise_revision()
+
+
 def raise_revision() -> None:
     """revision + 1 on the one revision row (made by the first write): one statement, whose
     row lock orders concurrent writers, so a reader that sees revision N sees every write up
