@@ -28,7 +28,7 @@ from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from sessions_app.event_sink import Event, EventSink
 from vancetope.config import keys
-from vancetope.config.cascade import Effective, session_values
+from vancetope.config.cascade import Effective, current_revision, session_values
 from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import LlmConfig, get_provider
@@ -96,8 +96,11 @@ def build_context(
     chat = chat_process_of(process.session_id) == process.pk
     budget = TreeBudget(process, chat=chat)
     children = ChildProcesses(process)
-    # The settings of the revision the lease read: no statement unless it is new here.
-    cascade = session_values(process.session_id, keeper.lease.settings_revision)
+    # The settings of the revision the lease read: no statement unless it is new here (a
+    # context built outside a lane, with no lease, reads the revision).
+    lease = keeper.lease
+    revision = lease.settings_revision if lease is not None else current_revision()
+    cascade = session_values(process.session_id, revision)
     ctx = ThinkEngineContext(
         process=process,
         llm=LlmAccess(

@@ -156,6 +156,27 @@ def test_update_returning_gives_the_rows_as_the_update_left_them(alice):
     assert fastsql.update_returning(ThinkProcess, "{id} = %s", [pk + 1000], {"goal": "x"}) == []
 
 
+def test_update_returning_also_returns_scalar_expressions_as_attributes(alice):
+    # given a process, and a scalar subquery about another table
+    session = open_session(alice)
+    pk = session.chat_process_id
+    sessions = fastsql.sql(Session, "(SELECT COUNT(*) FROM {table})")
+    # when
+    with transaction.atomic():
+        [after] = fastsql.update_returning(
+            ThinkProcess,
+            "{id} = %s",
+            [pk],
+            {"lease_owner": "me"},
+            also=[("sessions", sessions)],
+        )
+        [plain] = fastsql.update_returning(ThinkProcess, "{id} = %s", [pk], {"lease_owner": ""})
+    # then the row is as without it, with the expression's value beside it
+    assert after.sessions == 1
+    assert after.lease_owner == "me"
+    assert not hasattr(plain, "sessions")
+
+
 def test_scalar_reads_a_value_or_none_and_returns_what_a_write_returns(alice):
     session = open_session(alice)
     read = "SELECT {chat_process_id} FROM {table} WHERE {id} = %s"
