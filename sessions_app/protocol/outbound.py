@@ -28,6 +28,8 @@ from sessions_app.protocol.objects import (
     RecipeObject,
     RunObject,
     SessionObject,
+    SpaceData,
+    ThinkingSpaceObject,
     UndoneTurn,
     left_out_if_none,
 )
@@ -108,6 +110,11 @@ class InboxItemEvent(EventData):
     item: InboxItemObject
 
 
+class SpaceStateEvent(EventData):
+    name = "space-state"
+    space: ThinkingSpaceObject
+
+
 class RunEvent(EventData):
     """A run of the session's user started or finished."""
 
@@ -127,6 +134,7 @@ EVENT_MODELS: dict[str, type[EventData]] = {
         SessionStatusEvent,
         InboxItemEvent,
         RunEvent,
+        SpaceStateEvent,
     )
 }
 
@@ -404,6 +412,11 @@ class ErrorData(Outgoing):
     retryAfter: int | None = left_out_if_none()
 
 
+class Space(Reply):
+    type: Literal["space"] = "space"
+    data: SpaceData
+
+
 class ErrorFrame(Reply):
     type: Literal["error"] = "error"
     data: ErrorData
@@ -427,6 +440,7 @@ ServerFrame = Annotated[
     | InboxAnswered
     | InboxDismissed
     | WorkflowStarted
+    | Space
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),
