@@ -120,18 +120,23 @@ def check_checkpoint(node: ThinkingNode) -> None:
 
 
 def check_return(
-    nodes: Sequence[ThinkingNode], node: ThinkingNode, *, empty: bool, running: bool
+    nodes: Sequence[ThinkingNode],
+    node: ThinkingNode,
+    *,
+    empty: bool,
+    running: bool,
+    by_agent: bool = False,
 ) -> None:
     """Return eligibility: a non-root node whose conversation has begun, not running (a human's
     return starts a control turn of an idle agent), none of whose direct children is
-    unreturned."""
+    unreturned. The node's own agent returns it from its control turn too (`returning`)."""
     if node.parent_id is None:
         raise Conflict(f"cannot return {node.public_id}: the root does not return")
     if node.state == NodeState.RETURNED:
         raise Conflict(f"cannot return {node.public_id}: it is returned already (sealed)")
-    if node.state == NodeState.RETURNING:
+    if node.state == NodeState.RETURNING and not by_agent:
         raise Conflict(f"cannot return {node.public_id}: it is returning already")
-    if node.state in {NodeState.DORMANT, NodeState.FORK_PENDING} or empty:
+    if node.state == NodeState.FORK_PENDING or empty:
         raise Conflict(f"cannot return {node.public_id}: the branch is empty")
     if running:
         raise Conflict(f"cannot return {node.public_id}: its agent is running; wait for it")

@@ -223,7 +223,7 @@ def return_node(process_id: int, handoff: str) -> Snapshot:
         if current.state == NodeState.DORMANT:
             _begun(mutation, current)
             current.state = NodeState.ACTIVE  # checked as begun: this turn is its agent's
-        rules.check_return(snapshot.nodes, current, empty=False, running=False)
+        rules.check_return(snapshot.nodes, current, empty=False, running=False, by_agent=True)
         mutation.change(
             current, returned_handoff=text, checkpoint_refreshing_at=None, notice_pending=True
         )

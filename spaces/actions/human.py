@@ -124,6 +124,8 @@ def begin_return(node: ThinkingNode, *, revision: int | None = None) -> Snapshot
         current = snapshot.node(node.pk)
         rules.check_return(snapshot.nodes, current, empty=empty, running=running)
         mutation = Mutation(kind="return-begin", by=HUMAN, node=current)
+        if current.state == NodeState.DORMANT:
+            mutation.move(current, NodeCall.ACTIVATE, "its conversation began")
         mutation.move(current, NodeCall.BEGIN_RETURN)
         return mutation
 

@@ -7,100 +7,208 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('brain_sessions', '0006_undo_events'),
-        ('processes', '0009_blocked_by_external'),
-        ('tenancy', '0003_verbose_names'),
+        ("brain_sessions", "0006_undo_events"),
+        ("processes", "0009_blocked_by_external"),
+        ("tenancy", "0003_verbose_names"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ThinkingNode',
+            name="ThinkingNode",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('depth', models.PositiveSmallIntegerField(default=0)),
-                ('sort_order', models.PositiveIntegerField(default=0)),
-                ('title', models.CharField(max_length=200)),
-                ('state', models.CharField(choices=[('dormant', 'Dormant'), ('forkHandoffPending', 'Fork Pending'), ('active', 'Active'), ('returning', 'Returning'), ('returned', 'Returned')], default='dormant', max_length=24)),
-                ('checkpoint_refreshing_at', models.DateTimeField(blank=True, null=True)),
-                ('inherited_handoff', models.TextField(blank=True)),
-                ('checkpoint_handoff', models.TextField(blank=True)),
-                ('returned_handoff', models.TextField(blank=True)),
-                ('notice_pending', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('chat_process', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='processes.thinkprocess')),
-                ('parent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='children', to='spaces.thinkingnode')),
-                ('session', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='thinking_node', to='brain_sessions.session')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("depth", models.PositiveSmallIntegerField(default=0)),
+                ("sort_order", models.PositiveIntegerField(default=0)),
+                ("title", models.CharField(max_length=200)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("dormant", "Dormant"),
+                            ("forkHandoffPending", "Fork Pending"),
+                            ("active", "Active"),
+                            ("returning", "Returning"),
+                            ("returned", "Returned"),
+                        ],
+                        default="dormant",
+                        max_length=24,
+                    ),
+                ),
+                ("checkpoint_refreshing_at", models.DateTimeField(blank=True, null=True)),
+                ("inherited_handoff", models.TextField(blank=True)),
+                ("checkpoint_handoff", models.TextField(blank=True)),
+                ("returned_handoff", models.TextField(blank=True)),
+                ("notice_pending", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "chat_process",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="processes.thinkprocess",
+                    ),
+                ),
+                (
+                    "parent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="children",
+                        to="spaces.thinkingnode",
+                    ),
+                ),
+                (
+                    "session",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="thinking_node",
+                        to="brain_sessions.session",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'thinking node',
-                'ordering': ['space', 'depth', 'sort_order', 'pk'],
+                "verbose_name": "thinking node",
+                "ordering": ["space", "depth", "sort_order", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='NodeTransition',
+            name="NodeTransition",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('call', models.CharField(max_length=24)),
-                ('from_state', models.CharField(blank=True, max_length=24)),
-                ('to_state', models.CharField(max_length=24)),
-                ('revision', models.PositiveIntegerField()),
-                ('detail', models.TextField(blank=True)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('node', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='transitions', to='spaces.thinkingnode')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("call", models.CharField(max_length=24)),
+                ("from_state", models.CharField(blank=True, max_length=24)),
+                ("to_state", models.CharField(max_length=24)),
+                ("revision", models.PositiveIntegerField()),
+                ("detail", models.TextField(blank=True)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="transitions",
+                        to="spaces.thinkingnode",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['node', 'at', 'pk'],
+                "ordering": ["node", "at", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='ThinkingSpace',
+            name="ThinkingSpace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveSmallIntegerField(default=1)),
-                ('revision', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('owner', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='thinking_spaces', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='thinking_spaces', to='tenancy.project')),
-                ('root_node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='spaces.thinkingnode')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveSmallIntegerField(default=1)),
+                ("revision", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="thinking_spaces",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="thinking_spaces",
+                        to="tenancy.project",
+                    ),
+                ),
+                (
+                    "root_node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="spaces.thinkingnode",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'thinking space',
-                'ordering': ['-created_at', '-pk'],
+                "verbose_name": "thinking space",
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.AddField(
-            model_name='thinkingnode',
-            name='space',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nodes', to='spaces.thinkingspace'),
+            model_name="thinkingnode",
+            name="space",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="nodes",
+                to="spaces.thinkingspace",
+            ),
         ),
         migrations.CreateModel(
-            name='SpaceChange',
+            name="SpaceChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('revision', models.PositiveIntegerField()),
-                ('kind', models.CharField(max_length=32)),
-                ('by', models.CharField(max_length=16)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('node', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='spaces.thinkingnode')),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='changes', to='spaces.thinkingspace')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("revision", models.PositiveIntegerField()),
+                ("kind", models.CharField(max_length=32)),
+                ("by", models.CharField(max_length=16)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "node",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="spaces.thinkingnode",
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="changes",
+                        to="spaces.thinkingspace",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['space', 'revision'],
+                "ordering": ["space", "revision"],
             },
         ),
         migrations.AddIndex(
-            model_name='thinkingnode',
-            index=models.Index(fields=['chat_process'], name='spaces_thin_chat_pr_f05735_idx'),
+            model_name="thinkingnode",
+            index=models.Index(fields=["chat_process"], name="spaces_thin_chat_pr_f05735_idx"),
         ),
         migrations.AddConstraint(
-            model_name='spacechange',
-            constraint=models.UniqueConstraint(fields=('space', 'revision'), name='uniq_space_revision'),
+            model_name="spacechange",
+            constraint=models.UniqueConstraint(
+                fields=("space", "revision"), name="uniq_space_revision"
+            ),
         ),
     ]

@@ -68,9 +68,7 @@ def test_a_child_two_levels_deep_renders_its_handoffs_and_no_other_nodes_message
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_llm_call_of_the_node_sees_its_handoffs_and_none_of_the_markers(
-    root_session, script
-):
+def test_every_llm_call_of_the_node_sees_its_handoffs_and_none_of_the_markers(root_session, script):
     # given the same space, and a script that tells what the node's system prompt holds
     inner, markers = grow(root_session)
     leaked = "|".join(markers)
