@@ -64,7 +64,8 @@ def test_a_child_two_levels_deep_renders_its_handoffs_and_no_other_nodes_message
     for marker in markers:
         assert marker not in text
     # and its parent's and uncle's own Handoffs are not its context either
-    assert "H-MOONS" not in text and "H-RINGS" not in text
+    assert "H-MOONS" not in text
+    assert "H-RINGS" not in text
 
 
 @pytest.mark.django_db(transaction=True)
