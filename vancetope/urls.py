@@ -7,6 +7,7 @@ from rest_framework.routers import SimpleRouter
 
 from engines.api import ThinkEngineList
 from inbox.api import InboxViewSet
+from spaces.api import SpaceViewSet
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
@@ -23,6 +24,7 @@ router.register("sessions", SessionViewSet, basename="session")
 router.register("processes", ProcessViewSet, basename="process")
 router.register("tool-health", ToolHealthViewSet, basename="tool-health")
 router.register("inbox", InboxViewSet, basename="inbox")
+router.register("spaces", SpaceViewSet, basename="spaces")
 router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("runs", RunViewSet, basename="run")
 router.register("notifications", NotificationViewSet, basename="notification")
