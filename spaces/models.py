@@ -68,7 +68,7 @@ class ThinkingNode(models.Model):
         "brain_sessions.Session", on_delete=models.CASCADE, related_name="thinking_node"
     )
     chat_process = models.ForeignKey(
-        "processes.ThinkProcess", on_delete=models.SET_NULL, null=True, related_name="+"
+        "processes.ThinkProcess", on_delete=models.CASCADE, related_name="+"
     )
     title = models.CharField(max_length=200)
     state = models.CharField(max_length=24, choices=NodeState.choices, default=NodeState.DORMANT)

@@ -19,7 +19,7 @@ def node_data(node: ThinkingNode) -> dict[str, Any]:
         "depth": node.depth,
         "sortOrder": node.sort_order,
         "sessionId": f"sess_{node.session_id}",
-        "chatProcessId": f"tp_{node.chat_process_id}" if node.chat_process_id else None,
+        "chatProcessId": f"tp_{node.chat_process_id}",
         "title": node.title,
         "state": node.state,
         "checkpointRefreshingAt": _at(node.checkpoint_refreshing_at),

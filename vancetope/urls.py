@@ -7,10 +7,10 @@ from rest_framework.routers import SimpleRouter
 
 from engines.api import ThinkEngineList
 from inbox.api import InboxViewSet
-from spaces.api import SpaceViewSet
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
+from spaces.api import SpaceViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
 from triggers.cron_api import CronJobViewSet
 from triggers.webhook_api import WebhookViewSet, webhook_route

@@ -279,7 +279,7 @@ class ThinkingNodeObject(Outgoing):
     depth: int
     sortOrder: int
     sessionId: str
-    chatProcessId: str | None
+    chatProcessId: str
     title: str
     state: NodeStateName
     checkpointRefreshingAt: str | None

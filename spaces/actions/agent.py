@@ -7,6 +7,7 @@ is. A node whose agent acts has begun its conversation: a dormant node becomes a
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -129,7 +130,7 @@ def add_children(
                 depth=parent.depth + 1,
                 sort_order=order + offset,
                 session=session,
-                chat_process_id=session.chat_process_id,
+                chat_process_id=_chat_of(session),
                 title=child.title,
                 state=child.state,
                 inherited_handoff=child.handoff,
@@ -137,7 +138,7 @@ def add_children(
             made.append(new)
             mutation.new_nodes.append(new)
             mutation.move(new, NodeCall.CREATE, child.state)
-            mutation.after_save.append(lambda new=new: mark_chat_process(new))
+            mutation.after_save.append(functools.partial(mark_chat_process, new))
         return mutation
 
     try:
@@ -246,3 +247,8 @@ def rename(node: ThinkingNode, title: str, *, by: str, revision: int | None = No
         return mutation
 
     return mutate(node.space_id, build, revision=revision)
+
+
+def _chat_of(session: Session) -> int:
+    assert session.chat_process_id is not None  # a node's session has its chat process
+    return session.chat_process_id

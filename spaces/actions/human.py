@@ -57,10 +57,7 @@ def has_conversation(node: ThinkingNode) -> bool:
 
 def _order(node: ThinkingNode, text: str) -> None:
     """A control turn of the node's agent (the message wakes an idle agent)."""
-    if (
-        node.chat_process_id is None
-        or deliver(node.chat_process_id, PendingKind.CONTROL, {"text": text}) is None
-    ):
+    if deliver(node.chat_process_id, PendingKind.CONTROL, {"text": text}) is None:
         raise Conflict(f"the agent of {node.public_id} is closed")
 
 

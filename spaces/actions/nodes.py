@@ -45,8 +45,6 @@ def dispose(sessions: Iterable[Session]) -> None:
 
 def mark_chat_process(node: ThinkingNode) -> None:
     """Name the node in its chat process's engine_params (inside the mutation's transaction)."""
-    if node.chat_process_id is None:
-        return
     process = ThinkProcess.objects.get(pk=node.chat_process_id)
     params = {**process.engine_params, NODE_MARKER: node.public_id}
     ThinkProcess.objects.filter(pk=process.pk).update(engine_params=params)

@@ -32,7 +32,7 @@ def deliver_notices(parent_pk: int | None) -> int:
     if parent_pk is None:
         return 0
     parent = ThinkingNode.objects.filter(pk=parent_pk).first()
-    if parent is None or parent.chat_process_id is None:
+    if parent is None:
         return 0
     delivered = 0
     waiting = ThinkingNode.objects.filter(parent_id=parent_pk, notice_pending=True).order_by("pk")

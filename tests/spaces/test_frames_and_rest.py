@@ -107,7 +107,7 @@ async def test_another_users_node_is_not_found(alice, bob):
         assert reply["data"]["code"] == 404, (kind, reply)
 
 
-def test_rest_lists_the_users_spaces_and_shows_one(alice, bob, api_client_for=None):
+def test_rest_lists_the_users_spaces_and_shows_one(alice, bob):
     from rest_framework.test import APIClient
 
     from tests.spaces.conftest import arthur_session

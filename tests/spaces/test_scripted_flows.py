@@ -24,6 +24,7 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 
 def idle(process_id: int | None) -> bool:
+    assert process_id is not None
     return ThinkProcess.objects.get(pk=process_id).status == Status.IDLE
 
 
@@ -183,12 +184,17 @@ def child_with_talk(root_session):
 
 
 def control(node_pk: int, kind: str, since: int) -> str:
-    return wait_until(
-        lambda: (
-            human.control_outcome(node_pk, kind, since) is not None
-            and human.control_outcome(node_pk, kind, since) + "|"
-        )
-    )[:-1]
+    """The control turn's outcome once it has one ("" when verified)."""
+    outcomes: list[str] = []
+
+    def ended() -> bool:
+        outcome = human.control_outcome(node_pk, kind, since)
+        if outcome is not None:
+            outcomes.append(outcome)
+        return outcome is not None
+
+    wait_until(ended)
+    return outcomes[-1]
 
 
 @pytest.mark.django_db(transaction=True)
