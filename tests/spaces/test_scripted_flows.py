@@ -274,6 +274,8 @@ def test_a_return_seals_the_branch_and_notifies_the_parent_once_without_waking_i
     notices = ConversationMessage.objects.filter(
         process_id=root_session.chat_process_id, content__contains="Rings: 7 main rings."
     )
+    # (appended by the tool call right after the return's commit)
+    wait_until(lambda: not node(child.public_id).notice_pending)
     assert notices.count() == 1
     # and the parent was not woken: it took no turn
     root = ThinkProcess.objects.get(pk=root_session.chat_process_id)
