@@ -41,6 +41,8 @@ def start_space(process_id: int) -> Snapshot:
         return load(found.space_id)
     process = ThinkProcess.objects.select_related("session").get(pk=process_id)
     session: Session = process.session
+    if session.chat_process_id != process.pk:
+        raise Conflict("only a session's chat process starts a thinking space; a worker does not")
     try:
         with transaction.atomic():
             space = ThinkingSpace.objects.create(project_id=session.project_id, owner=session.owner)
