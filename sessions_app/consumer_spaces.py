@@ -39,7 +39,11 @@ class SpaceFrames:
     async def on_space_get(self, frame: p.SpaceGet) -> None:
         data = frame.data
         space = await call_service(
-            requests.get_space, self.user, space_id=data.spaceId, node_id=data.nodeId
+            requests.get_space,
+            self.user,
+            space_id=data.spaceId,
+            node_id=data.nodeId,
+            session_id=getattr(self, "session_id", None),
         )
         await self._send_space(frame.id, space)
 

@@ -9,7 +9,7 @@ from typing import Any
 from spaces.actions import human
 from spaces.presenters import space_data
 from spaces.store import Snapshot, load, node_by_public_id, space_by_public_id
-from vancetope.errors import BadRequest
+from vancetope.errors import BadRequest, NotFound
 
 CONTROLS = {"space-checkpoint": "checkpoint", "space-return": "return"}
 
@@ -18,9 +18,21 @@ def as_data(snapshot: Snapshot) -> dict[str, Any]:
     return space_data(snapshot.space, snapshot.nodes)
 
 
-def get_space(user: Any, *, space_id: str | None, node_id: str | None) -> dict[str, Any]:
-    if (space_id is None) == (node_id is None):
-        raise BadRequest("name data.spaceId or data.nodeId (one of them)")
+def get_space(
+    user: Any, *, space_id: str | None, node_id: str | None, session_id: int | None = None
+) -> dict[str, Any]:
+    """By space, by node, or (neither named) the space of the bound session's node."""
+    if space_id is not None and node_id is not None:
+        raise BadRequest("name data.spaceId or data.nodeId, not both")
+    if space_id is None and node_id is None:
+        from spaces.models import ThinkingNode
+
+        found = ThinkingNode.objects.filter(
+            session_id=session_id or 0, space__owner_id=user.pk
+        ).first()
+        if found is None:
+            raise NotFound("this session is in no thinking space; name data.spaceId or nodeId")
+        return as_data(load(found.space_id))
     if space_id is not None:
         return as_data(load(space_by_public_id(user, space_id).pk))
     return as_data(load(node_by_public_id(user, str(node_id)).space_id))

@@ -50,10 +50,11 @@ async def test_space_frames_answer_the_whole_space_and_every_change_is_a_space_s
     # when she asks for the space, by node and by id
     by_node = await client.request("space-get", {"nodeId": root_id})
     by_id = await client.request("space-get", {"spaceId": space_id})
+    bound = await client.request("space-get", {})
     # then both answer the whole space, a reply of its model
     out.server_frame.validate_python(by_node)
     assert by_node["type"] == "space"
-    assert by_node["data"]["space"] == by_id["data"]["space"]
+    assert by_node["data"]["space"] == by_id["data"]["space"] == bound["data"]["space"]
     revision = by_node["data"]["space"]["revision"]
     # when she renames the child at the revision she saw, and again at that stale revision
     renamed = await client.request(
