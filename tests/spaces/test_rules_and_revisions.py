@@ -119,3 +119,24 @@ def test_returned_nodes_are_sealed(root_session):
         agent.split(child.chat_process_id, "x", "y")
     with pytest.raises(Conflict, match="sealed"):
         agent.checkpoint(child.chat_process_id, "z")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_stored_space_of_an_unknown_version_is_refused_and_left_as_it_is(root_session, alice):
+    from rest_framework.test import APIClient
+
+    # given a space stored with a version this Brain does not know
+    snapshot = agent.start_space(root_session.chat_process_id)
+    ThinkingSpace.objects.filter(pk=snapshot.space.pk).update(version=2)
+    # when it is read, mutated or fetched over REST
+    with pytest.raises(Conflict, match="does not guess"):
+        load(snapshot.space.pk)
+    with pytest.raises(Conflict, match="does not guess"):
+        agent.split(root_session.chat_process_id, "Moons", "The moons.")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.token}")
+    response = client.get(f"/api/spaces/{snapshot.space.public_id}")
+    # then it is refused and nothing was written
+    assert (response.status_code, response.json()["error"]) == (409, "unknown-version")
+    assert ThinkingNode.objects.count() == 1
+    assert ThinkingSpace.objects.get().revision == 1
