@@ -24,7 +24,7 @@ class SpaceViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="spaces_list",
         parameters=[*PAGE_PARAMETERS],
-        responses={200: SpacePage, **errors(401)},
+        responses={200: SpacePage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         return paginated(request, self, visible_spaces(request.user), space_data)
