@@ -16,6 +16,7 @@ Brain that owns the data, and the lane (`processes/lane/context.py`) puts them t
 | `ctx.processes`| `Processes`     | `processes/capabilities/children.py` (`ChildProcesses`) |
 | `ctx.inbox`    | `Inbox`         | `inbox/capability.py`, if the pool holds `inbox_post`   |
 | `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
+| `ctx.space`    | `SpaceContext`  | `spaces/capability.py`, for a thinking-space node only  |
 
 A part that is not built yet is a `NotAvailable` (engines/context.py): touching it raises
 CapabilityNotAvailable, so an engine never runs silently without it.
@@ -42,6 +43,7 @@ __all__ = [
     "ProcessView",
     "Processes",
     "ProviderError",
+    "SpaceContext",
     "StructuredOutputError",
     "TextDelta",
     "ToolCall",
@@ -255,3 +257,11 @@ class Memory(Protocol):
     def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str: ...
 
     def search(self, query: str, k: int = 5) -> list[dict[str, Any]]: ...
+
+
+class SpaceContext(Protocol):
+    """A thinking-space node's prompt context (ARCHITECTURE §9), rendered from Handoffs only."""
+
+    def render(self) -> str:
+        """Markdown for the system prompt, read fresh (the space may have moved on)."""
+        ...

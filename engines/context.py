@@ -22,6 +22,7 @@ from engines.capabilities import (
     Memory,
     Processes,
     ProcessView,
+    SpaceContext,
     ToolHealth,
     Tools,
 )
@@ -94,6 +95,9 @@ class ThinkEngineContext:
     # Set by the lane for a process whose tool pool holds inbox_post (top-level recipes).
     inbox: Inbox = _not_here("inbox", "inbox_post is not in this process's tool pool")
     memory: Memory = _not_built("memory", "memory and RAG")
+    # Set by the lane for a thinking-space node's chat process: its Handoffs join the system
+    # prompt of every LLM call (None: an ordinary process, whose prompt is unchanged).
+    space: SpaceContext | None = None
     # Appends a message to the process's own pending queue, so the lane runs a turn on it
     # after this call (e.g. a goal whose tools wait on the client must not block the caller).
     queue_turn: Callable[[str], None] | None = None
@@ -106,8 +110,12 @@ class ThinkEngineContext:
     external_key: str = ""
 
     def system_prompt(self) -> str:
-        """The prompt prefix: the recipe's, or else the engine's default system prompt."""
-        return str(self.settings.get("promptPrefix") or self.settings.get("systemPrompt", ""))
+        """The prompt prefix: the recipe's, or else the engine's default system prompt; for a
+        thinking-space node, then its space's context, rendered anew for every call."""
+        prefix = str(self.settings.get("promptPrefix") or self.settings.get("systemPrompt", ""))
+        if self.space is None:
+            return prefix
+        return "\n\n".join(part for part in (prefix, self.space.render()) if part)
 
     def prompt(self, *extra: LlmMessage) -> list[LlmMessage]:
         """The system prompt (if any), the conversation so far, then `extra`."""

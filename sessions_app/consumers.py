@@ -27,6 +27,7 @@ from recipes_app.services import effective_recipes
 from sessions_app import bound, services
 from sessions_app.consumer_auth import RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
+from sessions_app.consumer_spaces import SpaceFrames
 from sessions_app.consumer_steers import SteerFrames, as_brain_error
 from sessions_app.consumer_undo import UndoFrames
 from sessions_app.consumer_workflows import WorkflowFrames
@@ -69,6 +70,7 @@ class BrainConsumer(
     InboxFrames,
     WorkflowFrames,
     UndoFrames,
+    SpaceFrames,
     RevocableSocket,
     AsyncWebsocketConsumer,
 ):
@@ -108,6 +110,7 @@ class BrainConsumer(
     async def disconnect(self, code: int) -> None:
         # Steers the client sent are applied even if it left before their replies.
         await self._steers_applied()
+        await self._spaces_done()
         await self.leave_auth_groups()
         await self._leave_session()
 

@@ -9,12 +9,15 @@ from rich.text import Text
 from vance.exits import EXIT_OK
 from vance.inbox import answer_from_text, answered_text, inbox_panel
 from vance.render import error_text, process_table
+from vance.spaces import USAGE as SPACE_USAGE
+from vance.spaces import space_command
 from vance.tasktree import task_tree
 
 if TYPE_CHECKING:
     from vance.chat import ChatClient
 
-HELP = """\
+HELP = (
+    """\
 /processes [STATUS]    the processes of this session
 /tree [tp_N]           a process's task tree now (default: the last one that changed)
 /steer tp_N TEXT       send a steering message to a process
@@ -28,9 +31,13 @@ HELP = """\
 /inbox [STATUS]        your inbox items (default OPEN; ANSWERED, DISMISSED, EXPIRED)
 /answer inb_N TEXT     answer one: approve|reject [comment], an option, or any text
 /dismiss inb_N         put an item away unanswered
+"""
+    + SPACE_USAGE
+    + """
 /session               which session this is
 /close                 close the session (its processes stop) and leave
 /quit                  leave; the session stays resumable from this directory"""
+)
 
 
 async def run_slash_command(chat: ChatClient, line: str) -> int | None:
@@ -113,6 +120,8 @@ async def run_slash_command(chat: ChatClient, line: str) -> int | None:
             chat.printer.line(error_text(reply["data"]))
         else:
             chat.printer.line(answered_text(reply["data"]))
+    elif name == "space":
+        await space_command(chat, rest)
     elif name == "dismiss":
         if not rest:
             chat.printer.line(Text("usage: /dismiss inb_N", style="yellow"))

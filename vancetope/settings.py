@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "vancetope.config",
     "inbox",
     "triggers",
+    "spaces",
     "webui",
 ]
 
@@ -249,6 +250,15 @@ VANCETOPE_CLIENT_TOOL_TIMEOUT = env_float("VANCETOPE_CLIENT_TOOL_TIMEOUT", 60.0)
 VANCETOPE_MCP_TIMEOUT = env_float("VANCETOPE_MCP_TIMEOUT", 30.0)
 # A tool result longer than this is cut before the LLM reads it.
 VANCETOPE_TOOL_RESULT_MAX_CHARS = env_int("VANCETOPE_TOOL_RESULT_MAX_CHARS", 20000)
+
+# --- thinking spaces -----------------------------------------------------------------------------
+VANCETOPE_SPACE_MAX_TITLE_CHARS = env_int("VANCETOPE_SPACE_MAX_TITLE_CHARS", 120)
+# Levels below the root, and direct children of one node.
+VANCETOPE_SPACE_MAX_DEPTH = env_int("VANCETOPE_SPACE_MAX_DEPTH", 6)
+VANCETOPE_SPACE_MAX_CHILDREN = env_int("VANCETOPE_SPACE_MAX_CHILDREN", 8)
+VANCETOPE_SPACE_MAX_HANDOFF_CHARS = env_int("VANCETOPE_SPACE_MAX_HANDOFF_CHARS", 8000)
+# How long a person's checkpoint or return waits for the node's control turn before it fails.
+VANCETOPE_SPACE_CONTROL_TIMEOUT = env_float("VANCETOPE_SPACE_CONTROL_TIMEOUT", 120.0)
 
 # --- webhooks ------------------------------------------------------------------------------------
 # Fernet key(s) that encrypt signature-mode secrets at rest, comma-separated (the first encrypts,

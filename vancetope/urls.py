@@ -10,6 +10,7 @@ from inbox.api import InboxViewSet
 from processes.api import ProcessViewSet
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
+from spaces.api import SpaceViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
 from triggers.cron_api import CronJobViewSet
 from triggers.webhook_api import WebhookViewSet, webhook_route
@@ -24,6 +25,7 @@ router.register("sessions", SessionViewSet, basename="session")
 router.register("processes", ProcessViewSet, basename="process")
 router.register("tool-health", ToolHealthViewSet, basename="tool-health")
 router.register("inbox", InboxViewSet, basename="inbox")
+router.register("spaces", SpaceViewSet, basename="spaces")
 router.register("workflows", WorkflowViewSet, basename="workflow")
 router.register("runs", RunViewSet, basename="run")
 router.register("notifications", NotificationViewSet, basename="notification")

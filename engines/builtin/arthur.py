@@ -95,7 +95,19 @@ class Arthur(ThinkEngine):
         "turns their reports into chat and asks the person what they need to know."
     )
     version = "1.0.0"
-    allowed_tools = frozenset({"inbox_post"})
+    # The thinking-space tools by name: a pattern would make every pool ask for MCP tools.
+    allowed_tools = frozenset(
+        {
+            "inbox_post",
+            "thinking_start",
+            "thinking_suggest",
+            "thinking_split",
+            "thinking_fork_handoff",
+            "thinking_checkpoint",
+            "thinking_return",
+            "thinking_status",
+        }
+    )
     contract: ClassVar[Contract] = Contract(chat_process=True)
     default_settings = {
         "systemPrompt": (

@@ -27,6 +27,7 @@ from processes.lane.boundary import Boundary
 from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from sessions_app.event_sink import Event, EventSink
+from spaces.capability import space_for
 from vancetope.config import keys
 from vancetope.config.cascade import Effective, current_revision, session_values
 from vancetope.errors import Conflict
@@ -127,6 +128,7 @@ def build_context(
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
+    ctx.space = space_for(process.pk, process.engine_params)
     return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
 
 

@@ -145,6 +145,22 @@ class WorkflowStartData(Strict):
     input: dict[str, Any] = Field(default_factory=dict)
 
 
+class SpaceGetData(Strict):
+    # One of them: the space, or any node of it.
+    spaceId: NonEmpty | None = None
+    nodeId: NonEmpty | None = None
+
+
+class SpaceNodeData(Strict):
+    nodeId: NonEmpty
+    # The revision the client saw: a space that moved on since is a 409 and nothing changes.
+    revision: int | None = Field(default=None, ge=1)
+
+
+class SpaceTitleData(SpaceNodeData):
+    title: NonEmpty
+
+
 # --- requests ------------------------------------------------------------------------------------
 
 
@@ -250,6 +266,22 @@ class WorkflowStart(Request):
     data: WorkflowStartData
 
 
+class SpaceGet(Request):
+    type: Literal["space-get"]
+    data: SpaceGetData
+
+
+class SpaceControl(Request):
+    # space-fork-retry: ask the parent's agent again for a pending child's fork Handoff.
+    type: Literal["space-checkpoint", "space-return", "space-fork-retry"]
+    data: SpaceNodeData
+
+
+class SpaceTitled(Request):
+    type: Literal["space-split", "space-rename"]
+    data: SpaceTitleData
+
+
 ClientFrame = Annotated[
     SessionCreate
     | SessionResume
@@ -268,7 +300,10 @@ ClientFrame = Annotated[
     | InboxList
     | InboxAnswer
     | InboxDismiss
-    | WorkflowStart,
+    | WorkflowStart
+    | SpaceGet
+    | SpaceControl
+    | SpaceTitled,
     Field(discriminator="type"),
 ]
 client_frame = TypeAdapter(ClientFrame)

@@ -266,3 +266,42 @@ class WorkflowObject(Outgoing):
     source: str
     createdAt: str
     updatedAt: str
+
+
+NodeStateName = Literal["dormant", "forkHandoffPending", "active", "returning", "returned"]
+
+
+class ThinkingNodeObject(Outgoing):
+    """A node of a thinking space (spaces/presenters.py `space_data`)."""
+
+    id: str
+    parentId: str | None
+    depth: int
+    sortOrder: int
+    sessionId: str
+    chatProcessId: str
+    title: str
+    state: NodeStateName
+    checkpointRefreshingAt: str | None
+    inheritedHandoff: str | None
+    checkpointHandoff: str | None
+    returnedHandoff: str | None
+    createdAt: str
+    updatedAt: str
+
+
+class ThinkingSpaceObject(Outgoing):
+    """A thinking space, whole: a client replaces its copy with the newest revision."""
+
+    id: str
+    version: Literal[1]
+    revision: int
+    rootNodeId: str | None
+    projectId: str
+    nodes: list[ThinkingNodeObject]
+    createdAt: str
+    updatedAt: str
+
+
+class SpaceData(Outgoing):
+    space: ThinkingSpaceObject

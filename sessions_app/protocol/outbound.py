@@ -1,5 +1,5 @@
 """Pydantic models of every frame the Brain sends (PROTOCOL.md); the objects in them are in
-`objects.py`, re-exported here.
+`objects.py` and the events (their data models and frames) in `events.py`, re-exported here.
 
 A reply carries `replyTo` and is sent by the consumer's `send_model`; an event carries `seq`,
 and its data is built by `event(...)` from its model here, by every emitter. The event store
@@ -12,12 +12,13 @@ Fields are declared in the order the wire carries them. Every field of a reply i
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, TypeAdapter
 
-from processes.states import CloseReason, Status
-from sessions_app.models import SessionStatus
+# The events, re-exported: emitters import them from here, as the replies.
+from sessions_app.protocol.events import *  # noqa: F403
+from sessions_app.protocol.events import EventFrame
 from sessions_app.protocol.objects import ConversationEntry as ConversationEntry
 from sessions_app.protocol.objects import (
     EngineDescriptor,
@@ -26,192 +27,17 @@ from sessions_app.protocol.objects import (
     ProcessDetail,
     ProcessObject,
     RecipeObject,
-    RunObject,
     SessionObject,
+    SpaceData,
     UndoneTurn,
     left_out_if_none,
 )
 from sessions_app.protocol.objects import NotificationObject as NotificationObject
+from sessions_app.protocol.objects import RunObject as RunObject
 from sessions_app.protocol.objects import SessionFingerprint as SessionFingerprint
+from sessions_app.protocol.objects import ThinkingSpaceObject as ThinkingSpaceObject
 from sessions_app.protocol.objects import Usage as Usage
 from sessions_app.protocol.objects import WorkflowObject as WorkflowObject
-
-# An event as emitters hand it to the event store: (event name, data).
-Event = tuple[str, dict[str, Any]]
-
-
-# --- events --------------------------------------------------------------------------------------
-
-
-class EventData(Outgoing):
-    """The data of one event; `name` is the event's name on the wire."""
-
-    name: ClassVar[str]
-
-
-class ProcessStatusEvent(EventData):
-    name = "process-status"
-    processId: str
-    status: Status
-    closeReason: CloseReason | None = left_out_if_none()
-    # Only ever sent as true: the session came back in another working directory.
-    contextDrift: Literal[True] | None = left_out_if_none()
-
-
-class ChatDeltaEvent(EventData):
-    name = "chat-delta"
-    processId: str
-    text: str
-
-
-class ChatMessageEvent(EventData):
-    name = "chat-message"
-    processId: str
-    role: str
-    text: str
-
-
-class TaskTreeEvent(EventData):
-    name = "task-tree"
-    processId: str
-    tree: dict[str, Any]
-
-
-class ToolCallEvent(EventData):
-    name = "tool-call"
-    callId: str
-    processId: str
-    tool: str
-    arguments: dict[str, Any]
-
-
-class NotificationEvent(EventData):
-    name = "notification"
-    text: str
-    level: Literal["info", "success", "warning", "error"]
-    # A stored notification (triggers/) carries its id, and its run and process if any; a
-    # lane's notice about a process is not stored and has none.
-    id: str | None = left_out_if_none()
-    runId: str | None = left_out_if_none()
-    processId: str | None = left_out_if_none()
-
-
-class SessionStatusEvent(EventData):
-    name = "session-status"
-    status: SessionStatus
-
-
-class InboxItemEvent(EventData):
-    """An inbox item of the session's user was posted or changed."""
-
-    name = "inbox-item"
-    item: InboxItemObject
-
-
-class RunEvent(EventData):
-    """A run of the session's user started or finished."""
-
-    name = "run"
-    run: RunObject
-
-
-EVENT_MODELS: dict[str, type[EventData]] = {
-    model.name: model
-    for model in (
-        ProcessStatusEvent,
-        ChatDeltaEvent,
-        ChatMessageEvent,
-        TaskTreeEvent,
-        ToolCallEvent,
-        NotificationEvent,
-        SessionStatusEvent,
-        InboxItemEvent,
-        RunEvent,
-    )
-}
-
-
-class UnknownEvent(ValueError):
-    """An event whose name has no model here: a schema bug, refused before it is stored."""
-
-
-def event(data: EventData) -> Event:
-    """The event as it is stored and sent: its name and its data as JSON values."""
-    return (data.name, data.model_dump(mode="json"))
-
-
-def event_from(name: str, data: dict[str, Any]) -> Event:
-    """An event handed over as (name, data), by a kernel that does not know these models
-    (the tool kernel's `tool-call`): checked against its model."""
-    model = EVENT_MODELS.get(name)
-    if model is None:
-        raise UnknownEvent(f"no model for event {name!r}")
-    return event(model.model_validate(data))
-
-
-class EventFrameBase(Outgoing):
-    type: Literal["event"] = "event"
-    seq: int
-
-
-class ProcessStatusFrame(EventFrameBase):
-    event: Literal["process-status"]
-    data: ProcessStatusEvent
-
-
-class ChatDeltaFrame(EventFrameBase):
-    event: Literal["chat-delta"]
-    data: ChatDeltaEvent
-
-
-class ChatMessageFrame(EventFrameBase):
-    event: Literal["chat-message"]
-    data: ChatMessageEvent
-
-
-class TaskTreeFrame(EventFrameBase):
-    event: Literal["task-tree"]
-    data: TaskTreeEvent
-
-
-class ToolCallFrame(EventFrameBase):
-    event: Literal["tool-call"]
-    data: ToolCallEvent
-
-
-class NotificationFrame(EventFrameBase):
-    event: Literal["notification"]
-    data: NotificationEvent
-
-
-class SessionStatusFrame(EventFrameBase):
-    event: Literal["session-status"]
-    data: SessionStatusEvent
-
-
-class InboxItemFrame(EventFrameBase):
-    event: Literal["inbox-item"]
-    data: InboxItemEvent
-
-
-class RunFrame(EventFrameBase):
-    event: Literal["run"]
-    data: RunEvent
-
-
-EventFrame = Annotated[
-    ProcessStatusFrame
-    | ChatDeltaFrame
-    | ChatMessageFrame
-    | TaskTreeFrame
-    | ToolCallFrame
-    | NotificationFrame
-    | SessionStatusFrame
-    | InboxItemFrame
-    | RunFrame,
-    Field(discriminator="event"),
-]
-
 
 # --- replies -------------------------------------------------------------------------------------
 
@@ -404,6 +230,11 @@ class ErrorData(Outgoing):
     retryAfter: int | None = left_out_if_none()
 
 
+class Space(Reply):
+    type: Literal["space"] = "space"
+    data: SpaceData
+
+
 class ErrorFrame(Reply):
     type: Literal["error"] = "error"
     data: ErrorData
@@ -427,6 +258,7 @@ ServerFrame = Annotated[
     | InboxAnswered
     | InboxDismissed
     | WorkflowStarted
+    | Space
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),

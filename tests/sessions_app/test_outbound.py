@@ -20,6 +20,7 @@ from sessions_app.event_sink import EventSink
 from sessions_app.events import emit_events
 from sessions_app.models import Session, SessionEvent
 from sessions_app.protocol import outbound as out
+from spaces.actions.agent import start_space
 from tests.conftest import open_session
 from tests.sessions_app.test_consumer import FINGERPRINT, bearer, connect
 from tests.triggers.helpers import REVIEW, create_workflow
@@ -37,6 +38,7 @@ PROTOCOL_EVENTS = [
     "notification",
     "session-status",
     "run",
+    "space-state",
 ]
 PROTOCOL_REPLIES = [
     "workflow-started",
@@ -61,6 +63,7 @@ PROTOCOL_REPLIES = [
     "inbox",
     "inbox-answered",
     "inbox-dismissed",
+    "space",
 ]
 
 SHELL_RUN = {
@@ -180,6 +183,10 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     await client.request("workflow-start", {"workflowId": workflow_id, "input": {"topic": "x"}})
     await client.event("run", after=0)
     await client.request("chat", {})
+    # the session's chat becomes the root of a thinking space, which the client reads
+    await database_sync_to_async(start_space)(int(chat_id.removeprefix("tp_")))
+    await client.request("space-get", {})
+    await client.event("space-state")
     second = await connect(bearer(alice))
     second.ws = Recording(second.ws)
     await second.request(
@@ -303,12 +310,12 @@ def test_an_event_without_a_model_is_refused_and_nothing_is_stored(alice):
     session = open_session(alice)
     before = Session.objects.get(pk=session.pk).last_seq
     # when
-    with pytest.raises(out.UnknownEvent, match="space-state"):
+    with pytest.raises(out.UnknownEvent, match="made-up-event"):
         emit_events(
             session.pk,
             [
                 out.event(out.ChatDeltaEvent(processId="tp_1", text="a")),
-                ("space-state", {"space": {}}),
+                ("made-up-event", {"space": {}}),
             ],
         )
     # then
@@ -348,7 +355,7 @@ def test_a_kernel_event_is_checked_against_its_model(alice):
             {"type": "session-exploded", "replyTo": "c1", "data": {}}, id="unknown reply type"
         ),
         pytest.param(
-            {"type": "event", "seq": 1, "event": "space-state", "data": {"space": {}}},
+            {"type": "event", "seq": 1, "event": "made-up-event", "data": {"space": {}}},
             id="unknown event name",
         ),
         pytest.param(
