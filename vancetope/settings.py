@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "processes",
     "sessions_app",
     "vancetope.tools",
+    "vancetope.memory",
     "inbox",
     "triggers",
     "webui",
@@ -222,6 +223,21 @@ OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+
+# --- memory (vancetope/memory/) -------------------------------------------------------------------
+# Dense embeddings for hybrid search: "local" (wordllama, shipped in its wheel: offline, no
+# download), "openai" (an OpenAI-compatible embeddings endpoint: OpenAI, Ollama, vLLM, TEI; the
+# default when VANCETOPE_EMBEDDINGS_BASE_URL is set) or "off" (lexical search only).
+VANCETOPE_EMBEDDINGS_BASE_URL = env_str("VANCETOPE_EMBEDDINGS_BASE_URL")
+VANCETOPE_EMBEDDINGS = env_str(
+    "VANCETOPE_EMBEDDINGS", "openai" if VANCETOPE_EMBEDDINGS_BASE_URL else "local"
+)
+VANCETOPE_EMBEDDINGS_MODEL = env_str("VANCETOPE_EMBEDDINGS_MODEL", "text-embedding-3-small")
+VANCETOPE_EMBEDDINGS_API_KEY = env_str("VANCETOPE_EMBEDDINGS_API_KEY", OPENAI_API_KEY or "none")
+# Document chunks: at most this many characters, the last this many repeated in the next.
+VANCETOPE_CHUNK_CHARS = env_int("VANCETOPE_CHUNK_CHARS", 1200)
+VANCETOPE_CHUNK_OVERLAP = env_int("VANCETOPE_CHUNK_OVERLAP", 150)
+VANCETOPE_DOCUMENT_MAX_BYTES = env_int("VANCETOPE_DOCUMENT_MAX_BYTES", 5 * 1024 * 1024)
 
 # --- sessions ------------------------------------------------------------------------------------
 # The chat engine of a session that names no recipe (`session.defaultChatEngine`): arthur for a

@@ -15,6 +15,7 @@ from triggers.cron_api import CronJobViewSet
 from triggers.webhook_api import WebhookViewSet, webhook_route
 from vancetope.api import api_not_found
 from vancetope.health import Healthz
+from vancetope.memory.api import DocumentViewSet, MemoryViewSet
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -28,6 +29,8 @@ router.register("runs", RunViewSet, basename="run")
 router.register("notifications", NotificationViewSet, basename="notification")
 router.register("cron-jobs", CronJobViewSet, basename="cron-job")
 router.register("webhooks", WebhookViewSet, basename="webhook")
+router.register("memory", MemoryViewSet, basename="memory")
+router.register("documents", DocumentViewSet, basename="document")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -95,7 +95,7 @@ class Arthur(ThinkEngine):
         "turns their reports into chat and asks the person what they need to know."
     )
     version = "1.0.0"
-    allowed_tools = frozenset({"inbox_post"})
+    allowed_tools = frozenset({"inbox_post", "memory_read", "memory_write", "memory_search"})
     contract: ClassVar[Contract] = Contract(chat_process=True)
     default_settings = {
         "systemPrompt": (

@@ -30,6 +30,7 @@ from sessions_app.event_sink import Event, EventSink
 from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import get_provider
+from vancetope.memory.capability import MemoryAccess
 from vancetope.tools.health import ToolHealthAccess
 
 
@@ -115,7 +116,13 @@ def build_context(
         ctx.tool_health = ToolHealthAccess(process.session.project_id, process.pk)
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
+    ctx.memory = MemoryAccess(process.public_id, lambda: _whereabouts(process))
     return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
+
+
+def _whereabouts(process: ThinkProcess) -> tuple[int, int, int]:
+    session = process.session
+    return session.project_id, session.pk, session.owner_id
 
 
 def _before_llm_call(budget: TreeBudget, usage: TurnUsage) -> None:
