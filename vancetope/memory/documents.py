@@ -4,8 +4,8 @@ their chunks' passages, deleted with their chunks, passages and vectors."""
 from __future__ import annotations
 
 import re
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
