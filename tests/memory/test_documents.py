@@ -75,7 +75,7 @@ def test_a_json_document_is_chunked_listed_and_found(alice: Tenancy):
     assert (document["chunks"], document["mediaType"]) == (3, "text/markdown")
     assert api.get("/api/documents").json()["results"] == [document]
     assert api.get(f"/api/documents/{document['id']}").json() == document
-    found = api.get("/api/memory/search", {"q": "vacation allowance", "k": 1}).json()["results"]
+    found = api.get("/api/memory/search", {"q": "vacation allowance", "k": "1"}).json()["results"]
     assert (found[0]["documentId"], found[0]["chunk"]) == (document["id"], 1)
     assert found[0]["source"] == {"kind": "document", "id": document["id"]}
 

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def chat_process(session: Session) -> ThinkProcess:
+    assert session.chat_process_id is not None
     return ThinkProcess.objects.select_related("session").get(pk=session.chat_process_id)
 
 

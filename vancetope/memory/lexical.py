@@ -1,14 +1,18 @@
 """Lexical search: FTS5 (bm25) on SQLite, a tsvector with websearch_to_tsquery (ts_rank_cd) on
 PostgreSQL. Migration 0002 builds the index beside the passage table; this module asks it.
 
-A query's words are OR-ed (a question rarely holds every word of its answer) after dropping
-the commonest English words, the same way on both databases; equal ranks are ordered by
-passage id, so lexical-only search answers in a deterministic order.
+A query's words are not all required (a question rarely holds every word of its answer), but a
+query of three or more words must match at least two of them ("minimum should match"): a
+passage that shares one incidental word ("two", "day") with a question is noise that would
+crowd the fused ranking. Both databases get the same expression, an OR of word pairs (AND binds
+tighter than OR in FTS5 and in websearch_to_tsquery alike), after the commonest English words
+are dropped; equal ranks are ordered by passage id, so lexical-only search is deterministic.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import combinations
 from typing import Any
 
 from django.db import connection
@@ -16,9 +20,19 @@ from django.db import connection
 from vancetope.memory.models import Scope
 from vancetope.memory.scopes import Reach
 
+# At most this many words of a query count (pairs of ten words: 45 alternatives).
+MAX_WORDS = 10
+# The Snowball English stop words (PostgreSQL's `english` configuration drops exactly these), so
+# a query's clauses are the same on SQLite, whose FTS5 keeps every word.
 STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from has have how i in is it its of on or that "
-    "the this to was what when where which who why will with you your my me we our".split()
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his "
+    "himself she her hers herself it its itself they them their theirs themselves what which "
+    "who whom this that these those am is are was were be been being have has had having do "
+    "does did doing a an the and but if or because as until while of at by for with about "
+    "against between into through during before after above below to from up down in out on "
+    "off over under again further then once here there when where why how all any both each "
+    "few more most other some such no nor not only own same so than too very s t can will "
+    "just don should now".split()
 )
 
 
@@ -27,7 +41,15 @@ def query_words(query: str) -> list[str]:
     for word in re.findall(r"\w+", query.lower()):
         if word not in STOPWORDS and len(word) > 1:
             seen.setdefault(word, None)
-    return list(seen)[:32]
+    return list(seen)[:MAX_WORDS]
+
+
+def clauses(words: list[str]) -> list[list[str]]:
+    """The alternatives a passage must match one of: a word each (up to two words), else
+    every pair of words."""
+    if len(words) <= 2:
+        return [[word] for word in words]
+    return [list(pair) for pair in combinations(words, 2)]
 
 
 def visibility_sql(reach: Reach, alias: str = "p") -> tuple[str, list[Any]]:
@@ -72,10 +94,12 @@ def lexical_ids(reach: Reach, query: str, limit: int, scope: str | None = None) 
                 "SELECT p.id FROM memory_passage p, websearch_to_tsquery('english', %s) q "
                 f"WHERE p.text_search @@ q AND {where} "
                 "ORDER BY ts_rank_cd(p.text_search, q) DESC, p.id LIMIT %s",
-                [" or ".join(words), *params, limit],
+                [" or ".join(" ".join(clause) for clause in clauses(words)), *params, limit],
             )
         else:
-            match = " OR ".join(f'"{word}"' for word in words)
+            match = " OR ".join(
+                " AND ".join(f'"{word}"' for word in clause) for clause in clauses(words)
+            )
             cursor.execute(
                 "SELECT p.id FROM memory_passage_fts f JOIN memory_passage p ON p.id = f.rowid "
                 f"WHERE memory_passage_fts MATCH %s AND {where} "
