@@ -35,6 +35,7 @@ from sessions_app.protocol.objects import NotificationObject as NotificationObje
 from sessions_app.protocol.objects import SessionFingerprint as SessionFingerprint
 from sessions_app.protocol.objects import Usage as Usage
 from sessions_app.protocol.objects import WorkflowObject as WorkflowObject
+from vancetope.memory.presenters import SearchResultObject
 
 # An event as emitters hand it to the event store: (event name, data).
 Event = tuple[str, dict[str, Any]]
@@ -394,6 +395,15 @@ class WorkflowStarted(Reply):
     data: WorkflowStartedData
 
 
+class MemoryResultsData(Outgoing):
+    results: list[SearchResultObject]
+
+
+class MemoryResults(Reply):
+    type: Literal["memory-results"] = "memory-results"
+    data: MemoryResultsData
+
+
 class ErrorData(Outgoing):
     code: int
     error: str
@@ -427,6 +437,7 @@ ServerFrame = Annotated[
     | InboxAnswered
     | InboxDismissed
     | WorkflowStarted
+    | MemoryResults
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),
