@@ -9,6 +9,7 @@ import pytest
 from sessions_app.models import Session
 from tests.conftest import Tenancy
 from vancetope.memory.models import MemoryItem
+from vancetope.tenancy.models import ProjectGroup
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -160,3 +161,32 @@ def test_another_tenants_user_can_neither_read_list_look_up_nor_search(
         )
         == 3
     )
+
+
+def test_a_member_who_is_no_tenant_admin_can_neither_change_nor_delete_a_tenant_item(
+    alice: Tenancy,
+) -> None:
+    # given
+    item = write(alice, "tenant", "", "English")
+    alice.tenant.memberships.update(role="member")
+    api = alice.api()
+    # when
+    patched = api.patch(f"/api/memory/{item['id']}", {"content": "Klingon"}, format="json")
+    deleted = api.delete(f"/api/memory/{item['id']}")
+    # then
+    assert (patched.status_code, deleted.status_code) == (403, 403)
+    assert lookup(alice, project=alice.project_id)["item"]["content"] == "English"
+
+
+def test_a_group_item_sits_between_the_project_and_the_tenant(alice: Tenancy) -> None:
+    # given
+    group = ProjectGroup.objects.create(tenant=alice.tenant, slug="team", name="Team")
+    alice.project.group = group
+    alice.project.save()
+    write(alice, "tenant", "", "English")
+    group_item = write(alice, "group", f"grp_{group.pk}", "Danish")
+    # when
+    found = lookup(alice, project=alice.project_id)
+    # then
+    assert (found["scope"], found["item"]["content"]) == ("group", "Danish")
+    assert group_item["scopeId"] == f"grp_{group.pk}"

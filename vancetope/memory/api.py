@@ -28,7 +28,7 @@ from vancetope.memory.presenters import (
     document_data,
     item_data,
 )
-from vancetope.memory.scopes import person_reach, person_target
+from vancetope.memory.scopes import check_may_change, person_reach, person_target
 from vancetope.memory.search import Mode, search
 from vancetope.tenancy.services import get_visible_project
 
@@ -113,15 +113,17 @@ class MemoryViewSet(viewsets.ViewSet):
         body = ItemChange(data=request.data)
         body.is_valid(raise_exception=True)
         item = items.get_visible_item(person_reach(request.user), item_id)
+        check_may_change(request.user, item.scope, item.tenant_id, item.owner_id)
         new = items.supersede_item(
             item, body.validated_data["content"], _source(request), body.validated_data.get("tags")
         )
         return Response(item_data(new))
 
-    @extend_schema(request=None, responses={200: MemoryItemObject, **errors(401, 404)})
+    @extend_schema(request=None, responses={200: MemoryItemObject, **errors(401, 403, 404)})
     def destroy(self, request: Request, item_id: str) -> Response:
         """Invalidates the item (validTo set): it leaves lookups, lists and searches."""
         item = items.get_visible_item(person_reach(request.user), item_id)
+        check_may_change(request.user, item.scope, item.tenant_id, item.owner_id)
         reason = f"deleted by {request.user.get_username()}"
         return Response(item_data(items.invalidate_item(item, reason)))
 

@@ -159,6 +159,15 @@ def target_from_project(
     return Target(scope, project.tenant)
 
 
+def check_may_change(user: AnyUser, scope: str, tenant_id: int, owner_id: int | None) -> None:
+    """A person changes (supersedes, invalidates) an item they see only where they may
+    write: their own session's, a project's, and a group's or tenant's as a tenant admin."""
+    if scope == Scope.SESSION and owner_id != user.pk:
+        raise Forbidden("only the session's owner changes its memory")
+    if scope in (Scope.GROUP, Scope.TENANT) and not is_tenant_admin(user, tenant_id):
+        raise Forbidden(f"only admins of the tenant change {scope} memory")
+
+
 def person_target(user: AnyUser, scope: str, scope_id: str) -> Target:
     """Where a person's write goes: scopeId is a sess_ id, a proj_ id, a grp_ id or the
     tenant's slug (may be omitted for the tenant: the caller's, if they have one)."""
