@@ -7,13 +7,13 @@ the in-process embedding pool) and, when DATABASE_URL is set, PostgreSQL (a thro
 database). Each child makes a tenant and a project, then ingests `--documents` documents of
 `--sections` Markdown sections each with `vancetope.memory.documents.create_document` (one
 section is one chunk: chunks never cross a heading), and waits until every chunk is embedded.
-The text is generated from a fixed seed: sentences of words drawn Zipf-like from the words of
-the retrieval corpus (tests/memory/corpus/) and a tail of rarer made-up words, so common words
-match many chunks, as in real text.
+The text is generated from a fixed seed: sentences of words drawn by Zipf's law from English-like
+ranks (the stop words first, then the other words of the retrieval corpus, tests/memory/corpus/,
+then 20,000 rarer made-up words), so a query's common words match many chunks, as in real text.
 
 Then `--queries` searches (after `--warmup` untimed ones), each of 3–6 words drawn the same
-way, in each mode, interleaved query by query: hybrid (lexical + dense, fused), lexical only,
-dense only. A search is timed around `vancetope.memory.search.search(reach, q, k=5)` (the
+way but without stop words, in each mode, interleaved query by query: hybrid (lexical + dense,
+fused), lexical only, dense only. A search is timed around `vancetope.memory.search.search(reach, q, k=5)` (the
 function the REST view, the frame and the tool call), results built. Every hybrid search must
 answer k results from the bench's project.
 
@@ -27,6 +27,7 @@ See bench/README.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -51,26 +52,45 @@ from common import (
 )
 
 BUDGET_P50_MS = {"embedded": 30.0, "postgres": 50.0}
+RARE_WORDS = 20_000
 CORPUS = ROOT / "tests" / "memory" / "corpus"
 
 
-def vocabulary(seed: int) -> list[str]:
-    words = sorted({w for p in CORPUS.glob("*.md") for w in re.findall(r"[a-z]+", p.read_text().lower())})
+def vocabulary(seed: int) -> tuple[list[str], int]:
+    """English-like ranks: the stop words first (the commonest words of any English text), then
+    the corpus's other words, then a long tail of rarer made-up words; and how many stop words."""
+    from vancetope.memory.lexical import STOPWORDS
+
+    corpus = {w for p in CORPUS.glob("*.md") for w in re.findall(r"[a-z]+", p.read_text().lower())}
     rng = random.Random(seed)
-    rng.shuffle(words)
-    syllables = ["ka", "lo", "mi", "ren", "tu", "vas", "zel", "po", "qui", "dor"]
-    rare = ["".join(rng.choice(syllables) for _ in range(3)) for _ in range(4000)]
-    return words + rare
+    stop = sorted(STOPWORDS)
+    content = sorted(corpus - STOPWORDS)
+    rng.shuffle(stop)
+    rng.shuffle(content)
+    syllables = ["ka", "lo", "mi", "ren", "tu", "vas", "zel", "po", "qui", "dor", "fen", "gar"]
+    rare = sorted({"".join(rng.choice(syllables) for _ in range(4)) for _ in range(RARE_WORDS)})
+    rng.shuffle(rare)
+    return stop + content + rare, len(stop)
 
 
 class Words:
+    """Words drawn by Zipf's law (the word of rank r with weight 1/r)."""
+
     def __init__(self, seed: int) -> None:
-        self.vocabulary = vocabulary(seed)
-        self.weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
+        self.vocabulary, self.stop_count = vocabulary(seed)
+        weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
+        self.cumulative = list(itertools.accumulate(weights))
+        self.content = self.vocabulary[self.stop_count :]
+        self.content_cumulative = list(itertools.accumulate(weights[self.stop_count :]))
         self.rng = random.Random(seed)
 
     def take(self, n: int) -> list[str]:
-        return self.rng.choices(self.vocabulary, self.weights, k=n)
+        return self.rng.choices(self.vocabulary, cum_weights=self.cumulative, k=n)
+
+    def query(self) -> str:
+        """3–6 words, none a stop word (a search box rarely gets them)."""
+        n = self.rng.randint(3, 6)
+        return " ".join(self.rng.choices(self.content, cum_weights=self.content_cumulative, k=n))
 
     def sentence(self) -> str:
         return " ".join(self.take(self.rng.randint(8, 16))).capitalize() + "."
@@ -101,23 +121,28 @@ def child_main(args: argparse.Namespace) -> None:
     project = Project.objects.create(tenant=tenant, slug="bench-memory", name="Bench project")
     words = Words(args.seed)
 
-    start = time.perf_counter()
-    for d in range(args.documents):
-        sections = [
+    contents = [
+        "\n\n".join(
             f"## Section {s}\n\n{' '.join(words.sentence() for _ in range(3))}"
             for s in range(args.sections)
-        ]
-        create_document(project, f"Document {d}", "\n\n".join(sections), "text/markdown", None)
+        )
+        for _ in range(args.documents)
+    ]
+    start = time.perf_counter()
+    for d, content in enumerate(contents):
+        create_document(project, f"Document {d}", content, "text/markdown", None)
     stored = time.perf_counter() - start
     wait_for_embeddings()
     embedded_at = time.perf_counter() - start
     chunks = DocumentChunk.objects.count()
     vectors = Passage.objects.filter(vector__isnull=False).count()
     if chunks != args.documents * args.sections or vectors != chunks:
-        raise BenchFailure(f"{chunks} chunks, {vectors} vectors; wanted {args.documents * args.sections}")
+        raise BenchFailure(
+            f"{chunks} chunks, {vectors} vectors; wanted {args.documents * args.sections}"
+        )
 
     reach = project_reach(project)
-    queries = [" ".join(words.take(words.rng.randint(3, 6))) for _ in range(args.warmup + args.queries)]
+    queries = [words.query() for _ in range(args.warmup + args.queries)]
     timings: dict[str, list[float]] = {mode.value: [] for mode in Mode}
     for i, query in enumerate(queries):
         for mode in Mode:
@@ -159,7 +184,9 @@ def run_child(runtime: str, args: argparse.Namespace) -> dict[str, Any]:
         ]  # fmt: skip
         print(f"  running {runtime} …", file=sys.stderr, flush=True)
         env = {**deployment.env, "PYTHONPATH": str(ROOT), "LOG_LEVEL": "INFO"}
-        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            command, env=env, cwd=ROOT, capture_output=True, text=True, check=False
+        )
         store_lines = [line for line in done.stderr.splitlines() if "vectors are kept" in line]
         if done.returncode != 0 or not result_file.exists():
             tail = (done.stderr or done.stdout or "(no output)").strip().splitlines()[-12:]
@@ -205,7 +232,8 @@ def main() -> None:
             r["runtime"], r["store"], f"{r['stored_per_s']:.0f}", f"{r['embedded_per_s']:.0f}",
             f"{r['hybrid_50']:.1f}", f"{r['hybrid_99']:.1f}", f"{budget:.0f} {met}",
             f"{r['lexical_50'] / r['hybrid_50']:.2f}", f"{r['dense_50'] / r['hybrid_50']:.2f}",
-            f"{r['lexical_50']:.1f}/{r['lexical_99']:.1f}", f"{r['dense_50']:.1f}/{r['dense_99']:.1f}",
+            f"{r['lexical_50']:.1f}/{r['lexical_99']:.1f}",
+            f"{r['dense_50']:.1f}/{r['dense_99']:.1f}",
             f"{r['rss_peak_mb']:.0f}",
         ])  # fmt: skip
     print_table(

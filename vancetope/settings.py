@@ -234,6 +234,8 @@ VANCETOPE_EMBEDDINGS = env_str(
 )
 VANCETOPE_EMBEDDINGS_MODEL = env_str("VANCETOPE_EMBEDDINGS_MODEL", "text-embedding-3-small")
 VANCETOPE_EMBEDDINGS_API_KEY = env_str("VANCETOPE_EMBEDDINGS_API_KEY", OPENAI_API_KEY or "none")
+# The offline model's dimensions: 64, 128 or 256 (docs/memory.md weighs scan time and recall).
+VANCETOPE_EMBEDDINGS_DIMENSIONS = env_int("VANCETOPE_EMBEDDINGS_DIMENSIONS", 256)
 # Document chunks: at most this many characters, the last this many repeated in the next.
 VANCETOPE_CHUNK_CHARS = env_int("VANCETOPE_CHUNK_CHARS", 1200)
 VANCETOPE_CHUNK_OVERLAP = env_int("VANCETOPE_CHUNK_OVERLAP", 150)

@@ -41,14 +41,17 @@ class LocalEmbedder:
     """wordllama's model from its own wheel (the package's folder as its cache: the files are
     there; its loader looks for the tokenizer in the wrong sub-folder otherwise)."""
 
-    name = "wordllama-l2-supercat-256"
-
-    def __init__(self) -> None:
+    def __init__(self, dimensions: int) -> None:
         import wordllama
 
+        # Its embeddings are Matryoshka-trained: the first 64, 128 or 256 dimensions are each
+        # an embedding of their own (fewer: a faster scan, a little less recall).
         self._model = wordllama.WordLlama.load(
-            cache_dir=Path(wordllama.__file__).parent, disable_download=True
+            cache_dir=Path(wordllama.__file__).parent,
+            disable_download=True,
+            trunc_dim=dimensions if dimensions < 256 else None,
         )
+        self.name = f"wordllama-l2-supercat-{dimensions}"
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -73,15 +76,19 @@ class EndpointEmbedder:
 
 
 @lru_cache(maxsize=1)
-def _embedder(kind: str, base_url: str, model: str, api_key: str) -> Embedder | None:
+def _embedder(
+    kind: str, base_url: str, model: str, api_key: str, dimensions: int
+) -> Embedder | None:
     if kind == "off":
         log.info("memory: dense embeddings off, search is lexical only")
         return None
     if kind == "openai":
         log.info("memory: dense embeddings from the endpoint %s (model %s)", base_url, model)
         return EndpointEmbedder(base_url, model, api_key)
-    log.info("memory: dense embeddings from the offline wordllama model")
-    return LocalEmbedder()
+    log.info(
+        "memory: dense embeddings from the offline wordllama model (%d dimensions)", dimensions
+    )
+    return LocalEmbedder(dimensions)
 
 
 def get_embedder() -> Embedder | None:
@@ -91,6 +98,7 @@ def get_embedder() -> Embedder | None:
         settings.VANCETOPE_EMBEDDINGS_BASE_URL,
         settings.VANCETOPE_EMBEDDINGS_MODEL,
         settings.VANCETOPE_EMBEDDINGS_API_KEY,
+        settings.VANCETOPE_EMBEDDINGS_DIMENSIONS,
     )
 
 

@@ -14,10 +14,11 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import F
 
 from vancetope.memory.embeddings import get_embedder
-from vancetope.memory.models import DocumentChunk, MemoryItem, Passage, Scope
+from vancetope.memory.models import DocumentChunk, MemoryItem, Passage, Scope, VectorClock
 from vancetope.memory.vectors import get_store
 
 log = logging.getLogger(__name__)
@@ -82,16 +83,31 @@ def embed_passages(passage_ids: list[int]) -> int:
         if not rows:
             continue
         vectors = embedder.embed([row.text for row in rows])
-        for row, vector in zip(rows, vectors, strict=True):
-            row.vector = vector.tobytes()
-            row.embedder = embedder.name
         with transaction.atomic():
-            Passage.objects.bulk_update(rows, ["vector", "embedder"])
+            last = advance_vector_clock(len(rows))
+            for i, (row, vector) in enumerate(zip(rows, vectors, strict=True)):
+                row.vector = vector.tobytes()
+                row.embedder = embedder.name
+                row.vector_seq = last - len(rows) + 1 + i
+            Passage.objects.bulk_update(rows, ["vector", "embedder", "vector_seq"])
             get_store().add(
                 [(row.pk, row.tenant_id, vector) for row, vector in zip(rows, vectors, strict=True)]
             )
         done += len(rows)
     return done
+
+
+def advance_vector_clock(count: int) -> int:
+    """Advance the clock by `count` inside the caller's transaction; its new value. The row
+    stays locked until that transaction ends, so embedders commit in clock order."""
+    if not VectorClock.objects.filter(pk=1).update(value=F("value") + count):
+        try:
+            with transaction.atomic():
+                VectorClock.objects.create(pk=1, value=count)
+                return count
+        except IntegrityError:  # another embedder made it first
+            VectorClock.objects.filter(pk=1).update(value=F("value") + count)
+    return int(VectorClock.objects.values_list("value", flat=True).get(pk=1))
 
 
 class _EmbeddingPool:

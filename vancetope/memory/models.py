@@ -161,9 +161,25 @@ class Passage(models.Model):
     # The embedding (float32, little-endian) once the embedding task has run; its model's name.
     vector = models.BinaryField(null=True, blank=True)
     embedder = models.CharField(max_length=100, blank=True)
+    # The vector clock's value when the vector was stored: a store that keeps vectors in memory
+    # reads only the rows embedded since it last looked (vectors.py).
+    vector_seq = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["tenant", "scope"], name="memory_passage_scope")]
+        indexes = [
+            models.Index(fields=["tenant", "scope"], name="memory_passage_scope"),
+            models.Index(fields=["vector_seq"], name="memory_passage_vector_seq"),
+        ]
 
     def __str__(self) -> str:
         return f"passage {self.pk}"
+
+
+class VectorClock(models.Model):
+    """One row: how many vectors were ever stored. Embedding advances it inside its own
+    transaction, so its committed value orders the vectors by commit."""
+
+    value = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"vector clock {self.value}"

@@ -6,7 +6,7 @@ store is chosen once per process, with one log line saying which:
   per dimension, partitioned by tenant (exact KNN inside the database);
 - PostgreSQL whose server offers the `vector` extension: a pgvector column (exact `<=>` scan);
 - otherwise: the worker keeps each tenant's vectors in memory (numpy) and scans them exactly,
-  catching up with new rows before each search.
+  catching up with newly embedded rows (by the vector clock) before each search.
 Every store only proposes candidates; search.py keeps those the reader may see.
 """
 
@@ -19,8 +19,9 @@ from typing import Any, Protocol
 import numpy as np
 from django.db import connection
 from django.db.backends.signals import connection_created
+from threadpoolctl import threadpool_limits
 
-from vancetope.memory.models import Passage
+from vancetope.memory.models import Passage, VectorClock
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,8 @@ class PgVectorStore:
 
 
 class _Partition:
+    """One tenant's vectors: a matrix and its passage ids, grown by appending."""
+
     def __init__(self) -> None:
         self.ids = np.zeros(0, dtype=np.int64)
         self.matrix: np.ndarray | None = None
@@ -156,54 +159,59 @@ class _Partition:
         if self.pending:
             new_ids = np.array([pk for pk, _ in self.pending], dtype=np.int64)
             new_rows = np.vstack([vector for _, vector in self.pending])
-            self.ids = np.concatenate([self.ids, new_ids])
             if self.matrix is None or self.matrix.shape[1] != new_rows.shape[1]:
-                self.matrix = new_rows
-                self.ids = new_ids
+                # A new embedder's dimension replaces the old vectors (they are re-embedded).
+                self.ids, self.matrix = new_ids, new_rows
             else:
+                self.ids = np.concatenate([self.ids, new_ids])
                 self.matrix = np.vstack([self.matrix, new_rows])
             self.pending = []
         return self.ids, self.matrix
 
+    def drop(self, passage_ids: np.ndarray) -> None:
+        ids, matrix = self.matrix_now()
+        keep = ~np.isin(ids, passage_ids)
+        if matrix is not None and not keep.all():
+            self.ids, self.matrix = ids[keep], matrix[keep]
+
 
 class MemoryScanStore:
-    """Each tenant's vectors in this worker's memory, caught up from the passage table: rows
-    newer than the newest one seen are read before a search, and a count that still differs
-    (rows deleted, or embedded out of order) reloads everything."""
+    """Each tenant's vectors in this process's memory. Before a search it reads the vector
+    clock (one row): rows embedded since it last looked are read by their `vector_seq`
+    (an index range). Rows deleted by this process leave its memory at once; rows another
+    process deleted stay until it restarts, and are never answered (search.py keeps only
+    candidates that are still visible rows)."""
 
     name = "exact scan in memory"
 
     def __init__(self) -> None:
+        # One BLAS thread: a scan is one matrix-vector product, which BLAS threads split into
+        # pieces too small to pay for their hand-offs, and the Brain's own threads (lanes,
+        # sockets, other searches) want the other cores; measured in docs/memory.md.
+        threadpool_limits(limits=1, user_api="blas")
         self._lock = threading.Lock()
         self._partitions: dict[int, _Partition] = {}
-        self._max_id = 0
-        self._count = 0
+        self._seq = 0
 
     def _catch_up(self) -> None:
-        embedded = Passage.objects.filter(vector__isnull=False)
-        newer = embedded.filter(pk__gt=self._max_id).values_list("pk", "tenant_id", "vector")
-        for pk, tenant, blob in newer.order_by("pk").iterator(chunk_size=5000):
+        clock = VectorClock.objects.filter(pk=1).values_list("value", flat=True).first() or 0
+        if clock <= self._seq:
+            return
+        newer = Passage.objects.filter(vector_seq__gt=self._seq).order_by("vector_seq")
+        rows = newer.values_list("pk", "tenant_id", "vector", "vector_seq")
+        for pk, tenant, blob, seq in rows.iterator(chunk_size=5000):
             vector = np.frombuffer(bytes(blob or b""), dtype=np.float32)
             self._partitions.setdefault(tenant, _Partition()).pending.append((pk, vector))
-            self._max_id = max(self._max_id, pk)
-            self._count += 1
-        if embedded.count() != self._count:
-            self._partitions, self._max_id, self._count = {}, 0, 0
-            self._catch_up_all(embedded)
-
-    def _catch_up_all(self, embedded: Any) -> None:
-        rows = embedded.values_list("pk", "tenant_id", "vector").order_by("pk")
-        for pk, tenant, blob in rows.iterator(chunk_size=5000):
-            vector = np.frombuffer(bytes(blob or b""), dtype=np.float32)
-            self._partitions.setdefault(tenant, _Partition()).pending.append((pk, vector))
-            self._max_id = max(self._max_id, pk)
-            self._count += 1
+            self._seq = max(self._seq, seq)
 
     def add(self, rows: list[tuple[int, int, np.ndarray]]) -> None:
         return  # read from the passage table at the next search
 
     def remove(self, passage_ids: list[int]) -> None:
-        return  # the count differs at the next search, which reloads
+        gone = np.array(passage_ids, dtype=np.int64)
+        with self._lock:
+            for partition in self._partitions.values():
+                partition.drop(gone)
 
     def nearest(self, tenant_ids: list[int], vector: np.ndarray, k: int) -> list[int]:
         scored: list[tuple[np.ndarray, np.ndarray]] = []
