@@ -13,9 +13,9 @@ then 20,000 rarer made-up words), so a query's common words match many chunks, a
 
 Then `--queries` searches (after `--warmup` untimed ones), each of 3–6 words drawn the same
 way but without stop words, in each mode, interleaved query by query: hybrid (lexical + dense,
-fused), lexical only, dense only. A search is timed around `vancetope.memory.search.search(reach, q, k=5)` (the
-function the REST view, the frame and the tool call), results built. Every hybrid search must
-answer k results from the bench's project.
+fused), lexical only, dense only. A search is timed around
+`vancetope.memory.search.search(reach, q, k=5)` (the function the REST view, the frame and the
+tool call), results built. Every hybrid search must answer k results.
 
 Budget: hybrid p50 <= 30 ms on the embedded default, <= 50 ms on PostgreSQL.
 
