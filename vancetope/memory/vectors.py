@@ -17,7 +17,7 @@ import threading
 from typing import Any, Protocol
 
 import numpy as np
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.db.backends.signals import connection_created
 from threadpoolctl import threadpool_limits
 
@@ -202,7 +202,7 @@ class MemoryScanStore:
         for pk, tenant, blob, seq in rows.iterator(chunk_size=5000):
             vector = np.frombuffer(bytes(blob or b""), dtype=np.float32)
             self._partitions.setdefault(tenant, _Partition()).pending.append((pk, vector))
-            self._seq = max(self._seq, seq)
+            self._seq = max(self._seq, seq or 0)
 
     def add(self, rows: list[tuple[int, int, np.ndarray]]) -> None:
         return  # read from the passage table at the next search
@@ -255,8 +255,13 @@ def _choose() -> VectorStore:
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-            if cursor.fetchone():
-                return PgVectorStore()
+            offered = cursor.fetchone() is not None
+        if offered:
+            try:
+                with transaction.atomic():
+                    return PgVectorStore()
+            except DatabaseError as exc:  # e.g. no right to CREATE EXTENSION
+                log.warning("memory: pgvector is offered but cannot be used: %s", exc)
     return MemoryScanStore()
 
 
