@@ -89,8 +89,11 @@ def search(
 ) -> list[dict[str, Any]]:
     """PROTOCOL's search results, best first."""
     hits = search_hits(reach, query, k, scope=scope, mode=mode)
-    rows = Passage.objects.filter(pk__in=[hit.passage_id for hit in hits]).select_related(
-        "item", "chunk__document", "project", "tenant", "group"
+    rows = (
+        Passage.objects.filter(pk__in=[hit.passage_id for hit in hits])
+        .select_related("item", "chunk__document")
+        # Neither the vector nor the whole document is part of a result.
+        .defer("vector", "chunk__document__content")
     )
     passages = {row.pk: row for row in rows}
     return [
