@@ -210,6 +210,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument(
+        "--runtimes", default="embedded,postgres", help="which to run (postgres needs DATABASE_URL)"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--runtime", default="embedded", help=argparse.SUPPRESS)
     parser.add_argument("--result-file", help=argparse.SUPPRESS)
@@ -217,7 +220,7 @@ def main() -> None:
     if args.child:
         child_main(args)
         return
-    runtimes, skipped = available_runtimes("embedded", "postgres")
+    runtimes, skipped = available_runtimes(*args.runtimes.split(","))
     results = [run_child(runtime, args) for runtime in runtimes]
     print()
     print(
