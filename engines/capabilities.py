@@ -15,7 +15,7 @@ Brain that owns the data, and the lane (`processes/lane/context.py`) puts them t
 |                |                 | ← recipe params ← process params                        |
 | `ctx.processes`| `Processes`     | `processes/capabilities/children.py` (`ChildProcesses`) |
 | `ctx.inbox`    | `Inbox`         | `inbox/capability.py`, if the pool holds `inbox_post`   |
-| `ctx.memory`   | `Memory`        | the memory kernel; not available yet                    |
+| `ctx.memory`   | `Memory`        | `vancetope/memory/capability.py` (`MemoryAccess`)       |
 | `ctx.space`    | `SpaceContext`  | `spaces/capability.py`, for a thinking-space node only  |
 
 A part that is not built yet is a `NotAvailable` (engines/context.py): touching it raises
@@ -252,11 +252,20 @@ class Inbox(Protocol):
 
 
 class Memory(Protocol):
-    def read(self, key: str) -> str | None: ...
+    """The process's memory: reads cascade session → project → group → tenant."""
 
-    def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str: ...
+    def read(self, key: str) -> str | None:
+        """The narrowest valid value of `key` the process sees, or None."""
+        ...
 
-    def search(self, query: str, k: int = 5) -> list[dict[str, Any]]: ...
+    def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str:
+        """Remember `content` (scope: session, project (default), group or tenant; the last
+        two for a tenant admin's processes only); the item's id (mem_N). A key already held in
+        that scope is superseded, never deleted."""
+        ...
+
+    def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
+        """Hybrid search over the memory and the project's documents (PROTOCOL's results)."""
 
 
 class SpaceContext(Protocol):

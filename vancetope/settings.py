@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "vancetope.tools",
     "vancetope.config",
+    "vancetope.memory",
     "inbox",
     "triggers",
     "spaces",
@@ -229,6 +230,23 @@ ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
 # (vancetope/config/, README "Settings"). Fernet key(s) that encrypt secret settings at rest,
 # comma-separated (the first encrypts, every one decrypts); empty: one derived from SECRET_KEY.
 VANCETOPE_SETTINGS_KEY = env_str("VANCETOPE_SETTINGS_KEY", "")
+
+# --- memory (vancetope/memory/) -------------------------------------------------------------------
+# Dense embeddings for hybrid search: "local" (wordllama, shipped in its wheel: offline, no
+# download), "openai" (an OpenAI-compatible embeddings endpoint: OpenAI, Ollama, vLLM, TEI; the
+# default when VANCETOPE_EMBEDDINGS_BASE_URL is set) or "off" (lexical search only).
+VANCETOPE_EMBEDDINGS_BASE_URL = env_str("VANCETOPE_EMBEDDINGS_BASE_URL")
+VANCETOPE_EMBEDDINGS = env_str(
+    "VANCETOPE_EMBEDDINGS", "openai" if VANCETOPE_EMBEDDINGS_BASE_URL else "local"
+)
+VANCETOPE_EMBEDDINGS_MODEL = env_str("VANCETOPE_EMBEDDINGS_MODEL", "text-embedding-3-small")
+VANCETOPE_EMBEDDINGS_API_KEY = env_str("VANCETOPE_EMBEDDINGS_API_KEY", OPENAI_API_KEY or "none")
+# The offline model's dimensions: 64, 128 or 256 (docs/memory.md weighs scan time and recall).
+VANCETOPE_EMBEDDINGS_DIMENSIONS = env_int("VANCETOPE_EMBEDDINGS_DIMENSIONS", 256)
+# Document chunks: at most this many characters, the last this many repeated in the next.
+VANCETOPE_CHUNK_CHARS = env_int("VANCETOPE_CHUNK_CHARS", 1200)
+VANCETOPE_CHUNK_OVERLAP = env_int("VANCETOPE_CHUNK_OVERLAP", 150)
+VANCETOPE_DOCUMENT_MAX_BYTES = env_int("VANCETOPE_DOCUMENT_MAX_BYTES", 5 * 1024 * 1024)
 
 # --- sessions ------------------------------------------------------------------------------------
 # The chat engine of a session that names no recipe (`session.defaultChatEngine`): arthur for a

@@ -17,6 +17,7 @@ from triggers.webhook_api import WebhookViewSet, webhook_route
 from vancetope.api import api_not_found
 from vancetope.config.api import SettingViewSet
 from vancetope.health import Healthz
+from vancetope.memory.api import DocumentViewSet, MemoryViewSet
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -32,6 +33,8 @@ router.register("notifications", NotificationViewSet, basename="notification")
 router.register("cron-jobs", CronJobViewSet, basename="cron-job")
 router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("settings", SettingViewSet, basename="setting")
+router.register("memory", MemoryViewSet, basename="memory")
+router.register("documents", DocumentViewSet, basename="document")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

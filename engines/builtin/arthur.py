@@ -99,6 +99,9 @@ class Arthur(ThinkEngine):
     allowed_tools = frozenset(
         {
             "inbox_post",
+            "memory_read",
+            "memory_write",
+            "memory_search",
             "thinking_start",
             "thinking_suggest",
             "thinking_split",

@@ -33,6 +33,7 @@ from vancetope.config.cascade import Effective, current_revision, session_values
 from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import LlmConfig, get_provider
+from vancetope.memory.capability import MemoryAccess
 from vancetope.tools.health import ToolHealthAccess
 
 
@@ -129,7 +130,13 @@ def build_context(
     if inbox := inbox_for(process, engine.allowed_tools):
         ctx.inbox = inbox
     ctx.space = space_for(process.pk, process.engine_params)
+    ctx.memory = MemoryAccess(process.public_id, lambda: _whereabouts(process))
     return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
+
+
+def _whereabouts(process: ThinkProcess) -> tuple[int, int, int]:
+    session = process.session
+    return session.project_id, session.pk, session.owner_id
 
 
 def llm_config(cascade: Effective) -> LlmConfig:

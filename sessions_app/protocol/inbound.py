@@ -138,6 +138,12 @@ class InboxRef(Strict):
     itemId: NonEmpty
 
 
+class MemorySearchData(Strict):
+    query: NonEmpty
+    k: int = Field(default=5, ge=1, le=50)
+    scope: Literal["session", "project", "group", "tenant"] | None = None
+
+
 class WorkflowStartData(Strict):
     workflowId: NonEmpty
     # Names and values of the workflow's inputs (checked by the workflow service: a missing
@@ -282,6 +288,11 @@ class SpaceTitled(Request):
     data: SpaceTitleData
 
 
+class MemorySearch(Request):
+    type: Literal["memory-search"]
+    data: MemorySearchData
+
+
 ClientFrame = Annotated[
     SessionCreate
     | SessionResume
@@ -303,7 +314,8 @@ ClientFrame = Annotated[
     | WorkflowStart
     | SpaceGet
     | SpaceControl
-    | SpaceTitled,
+    | SpaceTitled
+    | MemorySearch,
     Field(discriminator="type"),
 ]
 client_frame = TypeAdapter(ClientFrame)

@@ -38,6 +38,7 @@ from sessions_app.protocol.objects import SessionFingerprint as SessionFingerpri
 from sessions_app.protocol.objects import ThinkingSpaceObject as ThinkingSpaceObject
 from sessions_app.protocol.objects import Usage as Usage
 from sessions_app.protocol.objects import WorkflowObject as WorkflowObject
+from vancetope.memory.presenters import SearchResultObject
 
 # --- replies -------------------------------------------------------------------------------------
 
@@ -220,6 +221,15 @@ class WorkflowStarted(Reply):
     data: WorkflowStartedData
 
 
+class MemoryResultsData(Outgoing):
+    results: list[SearchResultObject]
+
+
+class MemoryResults(Reply):
+    type: Literal["memory-results"] = "memory-results"
+    data: MemoryResultsData
+
+
 class ErrorData(Outgoing):
     code: int
     error: str
@@ -259,6 +269,7 @@ ServerFrame = Annotated[
     | InboxDismissed
     | WorkflowStarted
     | Space
+    | MemoryResults
     | ErrorFrame
     | EventFrame,
     Field(discriminator="type"),

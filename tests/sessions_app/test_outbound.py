@@ -64,6 +64,7 @@ PROTOCOL_REPLIES = [
     "inbox-answered",
     "inbox-dismissed",
     "space",
+    "memory-results",
 ]
 
 SHELL_RUN = {
@@ -181,6 +182,7 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     asking = {**REVIEW, "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "which?"}]}
     workflow_id = await database_sync_to_async(create_workflow)(alice, asking)
     await client.request("workflow-start", {"workflowId": workflow_id, "input": {"topic": "x"}})
+    await client.request("memory-search", {"query": "anything remembered"})
     await client.event("run", after=0)
     await client.request("chat", {})
     # the session's chat becomes the root of a thinking space, which the client reads

@@ -1,0 +1,77 @@
+"""`ctx.memory` of a process (engines/capabilities.py `Memory`) and of the memory tools: reads
+cascade from the process's session up to its tenant; writes go to its session or project (or,
+for a process of a tenant admin, the group or tenant) with the process as their source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from vancetope.memory.items import Source, lookup, write_item
+from vancetope.memory.models import MemoryItem, Scope, SourceKind
+from vancetope.memory.scopes import Reach, project_reach, target_from_project
+from vancetope.memory.search import search
+from vancetope.tenancy.models import Project
+
+DEFAULT_WRITE_SCOPE = Scope.PROJECT
+
+
+# (project id, session id, the session owner's id) of a process, asked on first use.
+Whereabouts = Callable[[], tuple[int, int, int]]
+
+
+class MemoryAccess:
+    """Loads nothing until an engine or tool uses it: a turn that never touches memory pays
+    no query for it."""
+
+    def __init__(self, process_id: str, whereabouts: Whereabouts) -> None:
+        self._process_id = process_id
+        self._whereabouts = whereabouts
+        self._found: tuple[Project, int, Any] | None = None
+
+    @classmethod
+    def of(cls, project_id: int, session_pk: int, owner_id: int, process_id: str) -> MemoryAccess:
+        return cls(process_id, lambda: (project_id, session_pk, owner_id))
+
+    def _where(self) -> tuple[Project, int, Any]:
+        if self._found is None:
+            project_id, session_pk, owner_id = self._whereabouts()
+            project = Project.objects.select_related("tenant", "group").get(pk=project_id)
+            owner = get_user_model().objects.get(pk=owner_id)
+            self._found = (project, session_pk, owner)
+        return self._found
+
+    @property
+    def reach(self) -> Reach:
+        project, session_pk, _ = self._where()
+        return project_reach(project, session_pk)
+
+    def lookup(self, key: str) -> MemoryItem | None:
+        return lookup(self.reach, key)
+
+    def read(self, key: str) -> str | None:
+        item = self.lookup(key)
+        return item.content if item else None
+
+    def write_item(
+        self,
+        content: str,
+        *,
+        key: str | None = None,
+        scope: str | None = None,
+        tags: list[str] | None = None,
+    ) -> MemoryItem:
+        project, session_pk, owner = self._where()
+        target = target_from_project(
+            owner, Scope(scope or DEFAULT_WRITE_SCOPE), project, session_pk
+        )
+        source = Source(SourceKind.PROCESS, self._process_id)
+        return write_item(target, content, source, key=key or "", tags=tags)
+
+    def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str:
+        return self.write_item(content, key=key, scope=scope).public_id
+
+    def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
+        return search(self.reach, query, k)
