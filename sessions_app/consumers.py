@@ -27,8 +27,8 @@ from recipes_app.services import effective_recipes
 from sessions_app import bound, services
 from sessions_app.consumer_auth import RevocableSocket
 from sessions_app.consumer_inbox import InboxFrames, in_frame
-from sessions_app.consumer_spaces import SpaceFrames
 from sessions_app.consumer_memory import MemoryFrames
+from sessions_app.consumer_spaces import SpaceFrames
 from sessions_app.consumer_steers import SteerFrames, as_brain_error
 from sessions_app.consumer_undo import UndoFrames
 from sessions_app.consumer_workflows import WorkflowFrames
