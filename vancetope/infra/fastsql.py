@@ -195,6 +195,49 @@ def values(
     return _rows(db, _select(db, model, names, where, tail), params)
 
 
+# Adapted str and int values, per database vendor and field (by id: a model's fields live as
+# long as the process): the fields' adapters are pure for these, and a turn writes the same ids,
+# names and small counts over and over. Bounded per field.
+_adapted: dict[tuple[str, int], dict[Any, Any]] = {}
+_ADAPTED_PER_FIELD = 512
+_MISSING = object()
+# A bool field's two adapted values, kept apart from the memo (True == 1 would mix them).
+_adapted_bools: dict[tuple[str, int], tuple[Any, Any]] = {}
+# str and int; str subclasses join once seen.
+_KEPT_TYPES: set[type] = {str, int}
+
+
+def adapt(field: Any, value: Any, db: Any) -> Any:
+    """`value` as `field.get_db_prep_save` adapts it for `db` (None is NULL to every field,
+    the ORM's adapters pass it through); a bool's, str's or int's adaptation is kept per field
+    (an equal str and str-enum value adapt alike)."""
+    if value is None:
+        return None
+    kind = type(value)
+    if kind is bool:
+        pair = _adapted_bools.get((db.vendor, id(field)))
+        if pair is None:
+            pair = _adapted_bools[db.vendor, id(field)] = (
+                field.get_db_prep_save(False, db),
+                field.get_db_prep_save(True, db),
+            )
+        return pair[value]
+    if kind not in _KEPT_TYPES:
+        if not issubclass(kind, str):  # a str subclass: a TextChoices member, as its value
+            return field.get_db_prep_save(value, db)
+        _KEPT_TYPES.add(kind)
+    memo = _adapted.get((db.vendor, id(field)))
+    if memo is None:
+        memo = _adapted.setdefault((db.vendor, id(field)), {})
+    found = memo.get(value, _MISSING)
+    if found is _MISSING:
+        found = field.get_db_prep_save(value, db)
+        if len(memo) >= _ADAPTED_PER_FIELD:
+            memo.clear()
+        memo[value] = found
+    return found
+
+
 _insert_fields_of: dict[type[Model], tuple[tuple[Any, str, bool], ...]] = {}
 
 
@@ -249,8 +292,7 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     for obj in objs:
         for field, attname, plain in fields:
             value = getattr(obj, attname) if plain else field.pre_save(obj, True)
-            # NULL is NULL to every field (the ORM's adapters pass None through).
-            params.append(None if value is None else field.get_db_prep_save(value, db))
+            params.append(adapt(field, value, db))
     cursor = _execute(db, statement, params)
     if returning_pk:
         # Rows come back in the order of VALUES, on SQLite and PostgreSQL alike (Django's
@@ -291,7 +333,8 @@ def _build_insert_values(
     for field in left_out:
         if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
             raise ValueError(f"{model.__name__}.{field.name} is set on save: name it")
-        if callable(field.default):
+        if callable(field.default) and field.default not in {list, dict}:
+            # A new value each time (now()); an empty list or dict adapts to the same JSON.
             omitted.append(_Omitted(field, None))
         else:
             omitted.append(_Omitted(None, field.get_db_prep_save(field.get_default(), db)))
@@ -320,13 +363,10 @@ def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
     params: list[Any] = []
     for row in rows:
         params += [
-            None if row[name] is None else field.get_db_prep_save(row[name], db)
-            for name, field in zip(names, found.named, strict=True)
+            adapt(field, row[name], db) for name, field in zip(names, found.named, strict=True)
         ]
         params += [
-            item.value
-            if item.field is None
-            else item.field.get_db_prep_save(item.field.get_default(), db)
+            item.value if item.field is None else adapt(item.field, item.field.get_default(), db)
             for item in found.omitted
         ]
     _execute(db, found.sql, params)
@@ -383,7 +423,7 @@ def _update(
     values = []
     for name, field in zip(names, fields, strict=True):
         value = changes[name]
-        values.append(value.amount if field is None else field.get_db_prep_save(value, db))
+        values.append(value.amount if field is None else adapt(field, value, db))
     return statement, [*values, *params]
 
 
