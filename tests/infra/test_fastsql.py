@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
-from sessions_app.models import Session
+from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session
 from triggers.models import RunLog, RunStatus, TriggerType
 from vancetope.infra import fastsql
@@ -278,3 +278,26 @@ def test_a_value_is_adapted_as_its_field_adapts_it_and_again_from_what_was_kept(
         # (PostgreSQL's JSON parameter is a wrapper of the value: compare what it wraps)
         assert adapted == expected or adapted.obj == expected.obj
         assert isinstance(adapted, type(expected))
+
+
+def test_build_gives_the_instance_the_model_gives_from_the_same_fields():
+    # given
+    values = {"session_id": 3, "seq": 9, "event": "chat-delta", "data": {"text": "hé"}}
+    # when
+    built = fastsql.build(SessionEvent, values)
+    # then: every field as SessionEvent(**values) has it, defaults for the rest
+    expected = SessionEvent(**values)
+    for field in SessionEvent._meta.concrete_fields:
+        if field.name != "created_at":
+            assert getattr(built, field.attname) == getattr(expected, field.attname), field.name
+    assert built.created_at is not None
+    assert (built.pk, built._state.adding, built.undone) == (None, True, False)
+    # and a callable default (data: a new dict) is called for each instance
+    first, second = (fastsql.build(SessionEvent, {"session_id": 3, "seq": n}) for n in (1, 2))
+    assert first.data == second.data == {}
+    assert first.data is not second.data
+
+
+def test_build_refuses_a_name_that_is_not_an_attname():
+    with pytest.raises(FieldDoesNotExist, match="session"):
+        fastsql.build(SessionEvent, {"session": 3, "seq": 1})

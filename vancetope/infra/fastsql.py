@@ -372,6 +372,49 @@ def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
     _execute(db, found.sql, params)
 
 
+_builds: dict[type[Model], tuple[tuple[str, Any, Any], ...]] = {}
+
+
+def _build_spec(model: type[Model]) -> tuple[tuple[str, Any, Any], ...]:
+    """Per concrete field, in order: its attname, its constant default, and the field's
+    get_default when the default is a callable (a new dict, now())."""
+    meta = model._meta
+    spec = []
+    for field in meta.concrete_fields:
+        if field is meta.auto_field:
+            spec.append((field.attname, None, None))
+        elif callable(field.default):
+            spec.append((field.attname, None, field.get_default))
+        else:
+            spec.append((field.attname, field.get_default(), None))
+    return tuple(spec)
+
+
+def build(model: type[M], values: dict[str, Any]) -> M:
+    """A new, unsaved instance of `model` from attname → value (a foreign key as `x_id`), the
+    fields left out at their model defaults: what `model(**values)` gives, built as
+    Model.from_db builds a loaded row (by position, about three times cheaper), for the rows
+    the turn path inserts. A name that is not a field's attname raises FieldDoesNotExist."""
+    spec = _builds.get(model)
+    if spec is None:
+        spec = _build_spec(model)
+        with _lock:
+            _builds[model] = spec
+    args = []
+    given = 0
+    for attname, default, make in spec:
+        if attname in values:
+            args.append(values[attname])
+            given += 1
+        else:
+            args.append(default if make is None else make())
+    if given != len(values):
+        known = {attname for attname, _, _ in spec}
+        unknown = sorted(set(values) - known)
+        raise FieldDoesNotExist(f"{model.__name__} has no field attname {unknown}")
+    return model(*args)
+
+
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
     """UPDATE the rows WHERE `where` (`{field}` names, %s placeholders) with `changes` (field
     name → value, or Add(n)); returns the number of rows changed."""
