@@ -29,7 +29,25 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import DateField, DateTimeField, Field, Model
 
+from vancetope.infra.fastrows import adapt, build
+
 M = TypeVar("M", bound=Model)
+# The row helpers of fastrows, used through this module like the rest.
+__all__ = [
+    "Add",
+    "adapt",
+    "build",
+    "col",
+    "insert",
+    "insert_values",
+    "scalar",
+    "select",
+    "sql",
+    "table",
+    "update",
+    "update_returning",
+    "values",
+]
 Converter = Callable[[Any, Any, Any], Any]
 
 
@@ -195,49 +213,6 @@ def values(
     return _rows(db, _select(db, model, names, where, tail), params)
 
 
-# Adapted str and int values, per database vendor and field (by id: a model's fields live as
-# long as the process): the fields' adapters are pure for these, and a turn writes the same ids,
-# names and small counts over and over. Bounded per field.
-_adapted: dict[tuple[str, int], dict[Any, Any]] = {}
-_ADAPTED_PER_FIELD = 512
-_MISSING = object()
-# A bool field's two adapted values, kept apart from the memo (True == 1 would mix them).
-_adapted_bools: dict[tuple[str, int], tuple[Any, Any]] = {}
-# str and int; str subclasses join once seen.
-_KEPT_TYPES: set[type] = {str, int}
-
-
-def adapt(field: Any, value: Any, db: Any) -> Any:
-    """`value` as `field.get_db_prep_save` adapts it for `db` (None is NULL to every field,
-    the ORM's adapters pass it through); a bool's, str's or int's adaptation is kept per field
-    (an equal str and str-enum value adapt alike)."""
-    if value is None:
-        return None
-    kind = type(value)
-    if kind is bool:
-        pair = _adapted_bools.get((db.vendor, id(field)))
-        if pair is None:
-            pair = _adapted_bools[db.vendor, id(field)] = (
-                field.get_db_prep_save(False, db),
-                field.get_db_prep_save(True, db),
-            )
-        return pair[value]
-    if kind not in _KEPT_TYPES:
-        if not issubclass(kind, str):  # a str subclass: a TextChoices member, as its value
-            return field.get_db_prep_save(value, db)
-        _KEPT_TYPES.add(kind)
-    memo = _adapted.get((db.vendor, id(field)))
-    if memo is None:
-        memo = _adapted.setdefault((db.vendor, id(field)), {})
-    found = memo.get(value, _MISSING)
-    if found is _MISSING:
-        found = field.get_db_prep_save(value, db)
-        if len(memo) >= _ADAPTED_PER_FIELD:
-            memo.clear()
-        memo[value] = found
-    return found
-
-
 _insert_fields_of: dict[type[Model], tuple[tuple[Any, str, bool], ...]] = {}
 
 
@@ -327,7 +302,10 @@ def _build_insert_values(
     db: Any, model: type[Model], names: tuple[str, ...], count: int
 ) -> _InsertValues:
     meta = model._meta
-    named = tuple(meta.get_field(name) for name in names)
+    named: tuple[Any, ...] = tuple(meta.get_field(name) for name in names)
+    for field in named:
+        if not getattr(field, "concrete", False) or field.many_to_many:
+            raise FieldDoesNotExist(f"{model.__name__}.{field.name} is not a column")
     left_out = [f for f in meta.concrete_fields if f is not meta.auto_field and f not in named]
     omitted = []
     for field in left_out:
@@ -370,49 +348,6 @@ def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
             for item in found.omitted
         ]
     _execute(db, found.sql, params)
-
-
-_builds: dict[type[Model], tuple[tuple[str, Any, Any], ...]] = {}
-
-
-def _build_spec(model: type[Model]) -> tuple[tuple[str, Any, Any], ...]:
-    """Per concrete field, in order: its attname, its constant default, and the field's
-    get_default when the default is a callable (a new dict, now())."""
-    meta = model._meta
-    spec = []
-    for field in meta.concrete_fields:
-        if field is meta.auto_field:
-            spec.append((field.attname, None, None))
-        elif callable(field.default):
-            spec.append((field.attname, None, field.get_default))
-        else:
-            spec.append((field.attname, field.get_default(), None))
-    return tuple(spec)
-
-
-def build(model: type[M], values: dict[str, Any]) -> M:
-    """A new, unsaved instance of `model` from attname → value (a foreign key as `x_id`), the
-    fields left out at their model defaults: what `model(**values)` gives, built as
-    Model.from_db builds a loaded row (by position, about three times cheaper), for the rows
-    the turn path inserts. A name that is not a field's attname raises FieldDoesNotExist."""
-    spec = _builds.get(model)
-    if spec is None:
-        spec = _build_spec(model)
-        with _lock:
-            _builds[model] = spec
-    args = []
-    given = 0
-    for attname, default, make in spec:
-        if attname in values:
-            args.append(values[attname])
-            given += 1
-        else:
-            args.append(default if make is None else make())
-    if given != len(values):
-        known = {attname for attname, _, _ in spec}
-        unknown = sorted(set(values) - known)
-        raise FieldDoesNotExist(f"{model.__name__} has no field attname {unknown}")
-    return model(*args)
 
 
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
