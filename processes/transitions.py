@@ -79,18 +79,19 @@ def apply(
         )
     if updated != 1:
         raise TransitionLost(f"{process.public_id} changed before {call.value} was written")
-    fastsql.insert(
+    fastsql.insert_values(
+        ProcessTransition,
         [
-            ProcessTransition(
-                process_id=process.pk,
-                call=call,
-                from_status=from_status,
-                to_status=to_status,
-                close_reason=reason,
-                detail=detail,
-                at=now,
-            )
-        ]
+            {
+                "process_id": process.pk,
+                "call": call,
+                "from_status": from_status,
+                "to_status": to_status,
+                "close_reason": reason,
+                "detail": detail,
+                "at": now,
+            }
+        ],
     )
     event = status_event(process, to_status, reason)
     if emit:

@@ -62,7 +62,10 @@ def record_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]
     with transaction.atomic(savepoint=False):
         first = reserve_seqs(session_id, len(items)) - len(items) + 1
         stored = [
-            SessionEvent(session_id=session_id, seq=first + offset, event=event, data=data)
+            fastsql.build(
+                SessionEvent,
+                {"session_id": session_id, "seq": first + offset, "event": event, "data": data},
+            )
             for offset, (event, data) in enumerate(items)
         ]
         fastsql.insert(stored)

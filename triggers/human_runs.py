@@ -101,22 +101,23 @@ def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus,
 
 
 def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) -> None:
-    """One INSERT, without RETURNING: a wake finds its run again by its process and start."""
+    """One INSERT, without RETURNING (a wake finds its run again by its process and start)
+    and without a RunLog instance (fastsql.insert_values: the columns it leaves out get the
+    model's defaults)."""
     process = wake.process
-    run = RunLog(
-        owner_id=facts.owner_id,
-        project_id=facts.project_id,
-        session_id=process.session_id,
-        client_type=facts.client_type,
-        trigger_type=TriggerType.USER,
-        process_id=process.pk,
-        process_public_id=process.public_id,
-        started_at=wake.started_at,
-        notifications_sent=_unstored_notices.pop(process.pk, 0),
+    run = {
+        "owner_id": facts.owner_id,
+        "project_id": facts.project_id,
+        "session_id": process.session_id,
+        "client_type": facts.client_type,
+        "trigger_type": TriggerType.USER,
+        "process_id": process.pk,
+        "process_public_id": process.public_id,
+        "started_at": wake.started_at,
+        "notifications_sent": _unstored_notices.pop(process.pk, 0),
         **changes,
-    )
-    transitions.store(run, status)
-    fastsql.insert([run])
+    }
+    fastsql.insert_values(RunLog, [transitions.store(run, status)])
 
 
 def _stored_run(wake: Wake) -> dict[str, Any]:

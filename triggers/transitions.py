@@ -88,11 +88,11 @@ def wake(run: RunLog, at: datetime, detail: str = "") -> bool:
     return True
 
 
-def store(run: RunLog, status: RunStatus) -> RunLog:
-    """A person's new run, as the lane's commit is about to INSERT it: `running`, or already
-    finished by the commit that ends its only turn."""
+def store(run: dict[str, Any], status: RunStatus) -> dict[str, Any]:
+    """A person's new run, as the lane's commit is about to INSERT it (its fields by name):
+    `running`, or already finished by the commit that ends its only turn."""
     assert status == RunStatus.RUNNING or status in FINISHED
-    run.status = status
+    run["status"] = status
     return run
 
 

@@ -33,7 +33,10 @@ def insert_pending(
     """Store pending messages with the seqs just taken for them (see take_seqs)."""
     first = process.next_pending_seq - len(payloads)
     messages = [
-        PendingMessage(process_id=process.pk, seq=first + n, kind=kind, payload=payload)
+        fastsql.build(
+            PendingMessage,
+            {"process_id": process.pk, "seq": first + n, "kind": kind, "payload": payload},
+        )
         for n, payload in enumerate(payloads)
     ]
     fastsql.insert(messages, returning_pk=True)

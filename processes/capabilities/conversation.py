@@ -7,6 +7,8 @@ messages of the turns it took back undone (processes/actions/undo.py): they are 
 
 from __future__ import annotations
 
+from typing import Any
+
 from processes.capabilities import conversation_cache
 from processes.models import ConversationMessage, ThinkProcess
 from vancetope.llm.base import Completion, LlmMessage, ToolCall
@@ -69,19 +71,20 @@ class ConversationBuffer:
             )
         )
 
-    def rows(self, start: int) -> list[ConversationMessage]:
-        """The new messages as rows, numbered on from `start` (the stored length)."""
+    def rows(self, start: int) -> list[dict[str, Any]]:
+        """The new messages as ConversationMessage rows (field → value, for
+        fastsql.insert_values), numbered on from `start` (the stored length)."""
         return [
-            ConversationMessage(
-                process_id=self._process.pk,
-                index=start + offset,
-                role=message.role,
-                content=message.content,
-                tool_calls=[
+            {
+                "process_id": self._process.pk,
+                "index": start + offset,
+                "role": message.role,
+                "content": message.content,
+                "tool_calls": [
                     {"id": call.id, "name": call.name, "arguments": call.arguments}
                     for call in message.tool_calls
                 ],
-                tool_call_id=message.tool_call_id,
-            )
+                "tool_call_id": message.tool_call_id,
+            }
             for offset, message in enumerate(self.new_messages)
         ]

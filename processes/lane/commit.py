@@ -28,7 +28,7 @@ from vancetope.infra import fastsql
 
 def append_conversation(process: ThinkProcess, prepared: Prepared) -> int:
     rows = prepared.conversation.rows(process.conversation_length)
-    fastsql.insert(rows)
+    fastsql.insert_values(ConversationMessage, rows)
     return len(rows)
 
 

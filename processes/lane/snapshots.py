@@ -13,10 +13,10 @@ import json
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Subquery
 from django.utils import timezone
 
 from processes.models import PendingKind, PendingMessage, ThinkProcess
+from vancetope.infra import fastsql
 
 
 def keep_turns() -> int:
@@ -47,13 +47,18 @@ def prune_due(consumed_count: int) -> bool:
     return consumed_count % keep_turns() == 0
 
 
+# The consumed messages of a person of a process, newest first (the kept ones are the first).
+_TURNS = "{process_id} = %s AND {kind} = %s AND {consumed_fence} IS NOT NULL"
+_PRUNED = (
+    f"{_TURNS} AND {{undo_snapshot}} IS NOT NULL AND {{seq}} < "
+    f"(SELECT {{seq}} FROM {{table}} WHERE {_TURNS} ORDER BY {{seq}} DESC LIMIT 1 OFFSET %s)"
+)
+
+
 def prune(process_id: int) -> int:
-    """Clear the snapshots of all but the process's newest kept turns (one statement)."""
-    keep = keep_turns()
-    turns = PendingMessage.objects.filter(
-        process_id=process_id, kind=PendingKind.USER, consumed_fence__isnull=False
-    )
-    oldest_kept = turns.order_by("-seq").values("seq")[keep - 1 : keep]
-    return turns.filter(undo_snapshot__isnull=False, seq__lt=Subquery(oldest_kept)).update(
-        undo_snapshot=None
+    """Clear the snapshots of all but the process's newest kept turns (one statement, prepared
+    once: it runs inside the turn's commit)."""
+    turns = [process_id, PendingKind.USER]
+    return fastsql.update(
+        PendingMessage, _PRUNED, [*turns, *turns, keep_turns() - 1], {"undo_snapshot": None}
     )

@@ -11,8 +11,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
-from sessions_app.models import Session
+from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session
+from triggers.models import RunLog, RunStatus, TriggerType
 from vancetope.infra import fastsql
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -241,3 +242,83 @@ def test_a_built_statement_does_not_look_its_fields_up_again(alice, monkeypatch)
     # then: running them again needs no lookup
     assert [p.pk for p in fastsql.select(ThinkProcess, where, [pk, "CLOSED"])] == [pk]
     assert fastsql.update(ThinkProcess, where, [pk, "CLOSED"], {"goal": "b"}) == 1
+
+
+def test_insert_values_stores_the_row_the_orm_stores_from_the_same_fields(alice):
+    # given: the fields a person's run log names, and the ORM's row of them
+    session = open_session(alice)
+    named = {
+        "owner_id": session.owner_id,
+        "project_id": session.project_id,
+        "session_id": session.pk,
+        "client_type": "cli",
+        "trigger_type": TriggerType.USER,
+        "process_id": session.chat_process_id,
+        "started_at": timezone.now(),
+        "tasks_executed": 1,
+        "status": RunStatus.COMPLETED,
+    }
+    orm = RunLog.objects.create(**named)
+    # when: twice, so the second row is adapted from what the first kept
+    fastsql.insert_values(RunLog, [named, {**named, "tasks_executed": 2}])
+    # then: every column but the key is the ORM's (its defaults for the fields left out)
+    first, second = RunLog.objects.exclude(pk=orm.pk).order_by("pk")
+    for field in RunLog._meta.concrete_fields:
+        if field.primary_key:
+            continue
+        assert getattr(first, field.attname) == getattr(orm, field.attname), field.name
+    assert first.blocked_reasons == []
+    assert (first.error, first.workflow_id) == ("", None)
+    assert (second.tasks_executed, second.status) == (2, "completed")
+
+
+def test_insert_values_refuses_to_leave_out_a_field_set_on_save():
+    with pytest.raises(ValueError, match="updated_at"):
+        fastsql.insert_values(Session, [{"status": "OPEN"}])
+
+
+@pytest.mark.parametrize(
+    ("model", "name", "value"),
+    [
+        (RunLog, "status", RunStatus.BLOCKED),  # a str enum, as its value
+        (RunLog, "status", "blocked"),
+        (RunLog, "tasks_executed", 3),
+        (RunLog, "owner", 1),
+        (PendingMessage, "consumed", True),
+        (PendingMessage, "consumed", False),
+        (PendingMessage, "payload", {"text": "x"}),
+        (PendingMessage, "undo_snapshot", None),
+        (ThinkProcess, "lease_expires_at", timezone.now()),
+    ],
+)
+def test_a_value_is_adapted_as_its_field_adapts_it_and_again_from_what_was_kept(model, name, value):
+    field = model._meta.get_field(name)
+    expected = field.get_db_prep_save(value, connection)
+    for _ in range(2):
+        adapted = fastsql.adapt(field, value, connection)
+        # (PostgreSQL's JSON parameter is a wrapper of the value: compare what it wraps)
+        assert adapted == expected or adapted.obj == expected.obj
+        assert isinstance(adapted, type(expected))
+
+
+def test_build_gives_the_instance_the_model_gives_from_the_same_fields():
+    # given
+    values = {"session_id": 3, "seq": 9, "event": "chat-delta", "data": {"text": "hé"}}
+    # when
+    built = fastsql.build(SessionEvent, values)
+    # then: every field as SessionEvent(**values) has it, defaults for the rest
+    expected = SessionEvent(**values)
+    for field in SessionEvent._meta.concrete_fields:
+        if field.name != "created_at":
+            assert getattr(built, field.attname) == getattr(expected, field.attname), field.name
+    assert built.created_at is not None
+    assert (built.pk, built._state.adding, built.undone) == (None, True, False)
+    # and a callable default (data: a new dict) is called for each instance
+    first, second = (fastsql.build(SessionEvent, {"session_id": 3, "seq": n}) for n in (1, 2))
+    assert first.data == second.data == {}
+    assert first.data is not second.data
+
+
+def test_build_refuses_a_name_that_is_not_an_attname():
+    with pytest.raises(FieldDoesNotExist, match="session"):
+        fastsql.build(SessionEvent, {"session": 3, "seq": 1})

@@ -57,6 +57,10 @@ NAMES = [
     *names("Col", lambda: Col, "get_db_converters"),
     *names("Options", lambda: Options, "concrete_fields"),
     *names("Options()", lambda: ThinkProcess._meta, "auto_field"),
+    *names("Field", lambda: Field, "pre_save", "get_default", "get_db_prep_save"),
+    *names("Field()", lambda: ThinkProcess._meta.get_field("status"), "default"),
+    *names("DateTimeField()", lambda: ThinkProcess._meta.get_field("updated_at"), "auto_now"),
+    *names("DateTimeField()", lambda: ThinkProcess._meta.get_field("updated_at"), "auto_now_add"),
     *names("Model()", lambda: ThinkProcess(), "_state"),
     *names("ModelState", lambda: ModelState, "adding", "db"),
     # vancetope/infra/sqlite_backend/base.py

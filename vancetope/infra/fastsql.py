@@ -27,9 +27,27 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
+from django.db.models import DateField, DateTimeField, Field, Model
+
+from vancetope.infra.fastrows import adapt, build
 
 M = TypeVar("M", bound=Model)
+# The row helpers of fastrows, used through this module like the rest.
+__all__ = [
+    "Add",
+    "adapt",
+    "build",
+    "col",
+    "insert",
+    "insert_values",
+    "scalar",
+    "select",
+    "sql",
+    "table",
+    "update",
+    "update_returning",
+    "values",
+]
 Converter = Callable[[Any, Any, Any], Any]
 
 
@@ -195,6 +213,33 @@ def values(
     return _rows(db, _select(db, model, names, where, tail), params)
 
 
+_insert_fields_of: dict[type[Model], tuple[tuple[Any, str, bool], ...]] = {}
+
+
+def _plain_pre_save(field: Any) -> bool:
+    """Whether the field's pre_save is only reading its attribute (Field.pre_save, or a date
+    field's without auto_now/auto_now_add): the insert then reads it itself."""
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return False
+    return type(field).pre_save in {Field.pre_save, DateField.pre_save, DateTimeField.pre_save}
+
+
+def _insert_fields(model: type[Model]) -> tuple[tuple[Any, str, bool], ...]:
+    """The inserted fields of `model` (all concrete ones but an auto primary key), each with
+    its attname and whether its pre_save is plain; cached per model."""
+    found = _insert_fields_of.get(model)
+    if found is None:
+        meta = model._meta
+        found = tuple(
+            (field, field.attname, _plain_pre_save(field))
+            for field in meta.concrete_fields
+            if field is not meta.auto_field
+        )
+        with _lock:
+            _insert_fields_of[model] = found
+    return found
+
+
 def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     """INSERT the instances in one statement (every concrete field but an auto primary key).
     With `returning_pk` their new primary keys are set on them."""
@@ -203,14 +248,14 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     db = _db()
     model = type(objs[0])
     meta = model._meta
-    fields = [field for field in meta.concrete_fields if field is not meta.auto_field]
+    fields = _insert_fields(model)
     key = ("insert", db.vendor, model, len(objs), returning_pk)
     statement = _statements.get(key)
     if statement is None:
         row = "(" + ", ".join(["%s"] * len(fields)) + ")"
         statement = (
             f"INSERT INTO {_quote(meta.db_table)} "
-            f"({', '.join(_quote(field.column) for field in fields)}) "
+            f"({', '.join(_quote(field.column) for field, _, _ in fields)}) "
             f"VALUES {', '.join([row] * len(objs))}"
         )
         if returning_pk:
@@ -218,9 +263,11 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
             statement += f" RETURNING {_quote(meta.pk.column)}"
         with _lock:
             _statements[key] = statement
-    params = [
-        field.get_db_prep_save(field.pre_save(obj, True), db) for obj in objs for field in fields
-    ]
+    params: list[Any] = []
+    for obj in objs:
+        for field, attname, plain in fields:
+            value = getattr(obj, attname) if plain else field.pre_save(obj, True)
+            params.append(adapt(field, value, db))
     cursor = _execute(db, statement, params)
     if returning_pk:
         # Rows come back in the order of VALUES, on SQLite and PostgreSQL alike (Django's
@@ -230,6 +277,77 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     for obj in objs:
         obj._state.adding = False
         obj._state.db = db.alias
+
+
+@dataclass(frozen=True)
+class _Omitted:
+    """A field an `insert_values` row leaves out: its default, adapted once when it is a
+    constant (`value`), or by `field` for each row (a callable default: a new list, now())."""
+
+    field: Any
+    value: Any
+
+
+@dataclass(frozen=True)
+class _InsertValues:
+    sql: str
+    named: tuple[Any, ...]
+    omitted: tuple[_Omitted, ...]
+
+
+_insert_values: dict[tuple[Any, ...], _InsertValues] = {}
+
+
+def _build_insert_values(
+    db: Any, model: type[Model], names: tuple[str, ...], count: int
+) -> _InsertValues:
+    meta = model._meta
+    named: tuple[Any, ...] = tuple(meta.get_field(name) for name in names)
+    for field in named:
+        if not getattr(field, "concrete", False) or field.many_to_many:
+            raise FieldDoesNotExist(f"{model.__name__}.{field.name} is not a column")
+    left_out = [f for f in meta.concrete_fields if f is not meta.auto_field and f not in named]
+    omitted = []
+    for field in left_out:
+        if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+            raise ValueError(f"{model.__name__}.{field.name} is set on save: name it")
+        if callable(field.default) and field.default not in {list, dict}:
+            # A new value each time (now()); an empty list or dict adapts to the same JSON.
+            omitted.append(_Omitted(field, None))
+        else:
+            omitted.append(_Omitted(None, field.get_db_prep_save(field.get_default(), db)))
+    columns = ", ".join(_quote(field.column) for field in (*named, *left_out))
+    row = "(" + ", ".join(["%s"] * (len(named) + len(left_out))) + ")"
+    statement = f"INSERT INTO {table(model)} ({columns}) VALUES {', '.join([row] * count)}"
+    return _InsertValues(statement, named, tuple(omitted))
+
+
+def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT rows given as field name (or attname) → value, every row naming the same fields,
+    in one statement and without model instances: a field the rows leave out gets its model
+    default, as `Model()` gives it (a constant default is adapted once, when the statement is
+    built). For a wide model written on the turn path (a person's run log), where building the
+    instance and adapting each default cost more than running the statement."""
+    if not rows:
+        return
+    db = _db()
+    names = tuple(rows[0])
+    key = (db.vendor, model, names, len(rows))
+    found = _insert_values.get(key)
+    if found is None:
+        found = _build_insert_values(db, model, names, len(rows))
+        with _lock:
+            _insert_values[key] = found
+    params: list[Any] = []
+    for row in rows:
+        params += [
+            adapt(field, row[name], db) for name, field in zip(names, found.named, strict=True)
+        ]
+        params += [
+            item.value if item.field is None else adapt(item.field, item.field.get_default(), db)
+            for item in found.omitted
+        ]
+    _execute(db, found.sql, params)
 
 
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:
@@ -303,7 +421,7 @@ def _update(
     values = []
     for name, field in zip(names, fields, strict=True):
         value = changes[name]
-        values.append(value.amount if field is None else field.get_db_prep_save(value, db))
+        values.append(value.amount if field is None else adapt(field, value, db))
     return statement, [*values, *params]
 
 
