@@ -1,21 +1,27 @@
 """The thinking-space branch map of the interactive page in a real browser (Debian's Chromium,
 driven by Playwright) against a real Brain OS process with the scripted provider: one colour per
 state, selection beside the map, the space-* controls, the explicit open of a node's
-conversation, and a phone-sized screen. Screenshots go to test-artifacts/."""
+conversation, and a phone-sized screen. Screenshots go to test-artifacts/.
+
+With DATABASE_URL and REDIS_URL set the Brain runs distributed on them (a scratch PostgreSQL
+database, a Celery worker on a queue of its own); else on its own SQLite file."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import yaml
 
-from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -91,11 +97,34 @@ def shell(env: dict[str, str], code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
+def services() -> Iterator[dict[str, str]]:
+    """PostgreSQL and Redis for the Brain when the run has them: a throwaway database on the
+    DATABASE_URL server (dropped afterwards) and a queue and channel prefix of its own."""
+    url, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if not (url.startswith("postgres") and redis):
+        yield {}
+        return
+    name = f"vt_spacemap_{uuid.uuid4().hex[:10]}"
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    queue = f"vt-spacemap-{uuid.uuid4().hex[:8]}"
+    yield {
+        "DATABASE_URL": url.rsplit("/", 1)[0] + f"/{name}",
+        "REDIS_URL": redis,
+        "VANCETOPE_TASK_QUEUE": queue,
+        "VANCETOPE_CHANNEL_PREFIX": queue,
+    }
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def brain(tmp_path_factory: pytest.TempPathFactory, services: dict[str, str]) -> Iterator[Brain]:
     var_dir = tmp_path_factory.mktemp("space-map-brain")
     script = var_dir / "script.yaml"
     script.write_text(yaml.safe_dump(RULES))
-    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
+    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script), **services)
     bootstrap(env)
     shell(
         env,
@@ -103,9 +132,14 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
         "user = get_user_model().objects.get(username='local'); "
         f"user.set_password({PASSWORD!r}); user.save()",
     )
+    worker = CeleryWorker(env, services["VANCETOPE_TASK_QUEUE"]) if services else None
     running = Brain(env, free_port())
+    if services:
+        assert running.wait_healthy()["checks"]["broker"]["detail"] == "redis"
     yield running
     running.stop()
+    if worker is not None:
+        worker.stop()
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +212,7 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     # then: it is gray, its returned Handoff shown
     expect(node_of(page, "Amber")).to_have_attribute("data-look", "returned")
     expect(detail).to_contain_text("Final word.")
-    # when: Blue is renamed, split and checkpointed
+    # when: Blue is renamed and split
     node_of(page, "Blue").click()
     page.fill("#space-rename-title", "Sky")
     page.click("#space-rename")
@@ -187,6 +221,12 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     page.click("#space-split")
     expect(node_of(page, "Leaf")).to_have_attribute("data-look", "active")
     node_of(page, "Sky").click()
+    # when: Sky, whose conversation has not begun, is asked to return
+    page.click("#space-return")
+    # then: the refusal is the page's notice, and nothing changed
+    expect(page.locator("#notice")).to_contain_text("the branch is empty")
+    expect(node_of(page, "Sky")).to_have_attribute("data-look", "active")
+    # when: Sky is checkpointed
     page.click("#space-checkpoint")
     # then: the checkpoint turn made it amber
     expect(node_of(page, "Sky")).to_have_attribute("data-look", "checkpoint")
@@ -202,11 +242,12 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     screenshot(page, "space-map-controls")
     # when: Sky's conversation is opened explicitly
     node_of(page, "Sky").click()
-    sky_session = detail.get_attribute("data-node")
+    sky_session = detail.get_attribute("data-session")
     assert sky_session
+    assert sky_session != made["session"]
     page.click("#space-open")
-    # then: the tab is on another session (Sky's), with the same space drawn
-    expect(page.locator("#interactive")).not_to_have_attribute("data-session", made["session"])
+    # then: the tab is on Sky's session, with the same space drawn
+    expect(page.locator("#interactive")).to_have_attribute("data-session", sky_session)
     expect(page.locator("#space-map .space-node")).to_have_count(8)
     # when: the screen is phone-sized
     page.set_viewport_size({"width": 390, "height": 844})
@@ -214,6 +255,9 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     box = page.locator("#space-map svg").bounding_box()
     assert box is not None
     assert box["width"] <= 390
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     node_of(page, "Gray").click()
     expect(detail).to_contain_text("Gray final.")
+    expect(page.locator("#space-retry")).to_be_hidden()
+    expect(page.locator("#space-return")).to_be_disabled()
     screenshot(page, "space-map-phone")

@@ -151,6 +151,7 @@ window.SpaceMap = (function () {
     function showSelected() {
       const item = node(selectedId);
       parts.detail.dataset.node = item ? item.id : "";
+      parts.detail.dataset.session = item ? item.sessionId : "";
       parts.controls.hidden = !item;
       if (!item) {
         parts.detail.replaceChildren(element("p", "hint", "Select a branch to see its Handoffs."));
