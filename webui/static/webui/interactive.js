@@ -2,7 +2,8 @@
 // PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events,
 // the inbox panel (inbox-list, inbox-answer, inbox-dismiss), task trees (task-tree events,
 // drawn by tasktree.js) and Undo (process-undo: the chat's last turn is taken back, its
-// message put back into the input).
+// message put back into the input) and the thinking-space branch map (space-get on bind,
+// redrawn from each space-state event, drawn and controlled by spacemap.js).
 "use strict";
 
 (function () {
@@ -58,6 +59,29 @@
   const trees = new Map(); // process id -> its latest task tree
   let treeShown = null; // the process whose tree is drawn
   const inbox = window.InboxPanel.create(send, notice);
+  const spaces = window.SpaceMap.create(
+    {
+      card: $("space-card"),
+      revision: $("space-revision"),
+      map: $("space-map"),
+      detail: $("space-detail"),
+      controls: $("space-controls"),
+      splitForm: $("space-split-form"),
+      splitInput: $("space-split-title"),
+      split: $("space-split"),
+      renameForm: $("space-rename-form"),
+      renameInput: $("space-rename-title"),
+      rename: $("space-rename"),
+      checkpoint: $("space-checkpoint"),
+      returnButton: $("space-return"),
+      retry: $("space-retry"),
+      open: $("space-open"),
+      currentSession: () => root.dataset.session || null,
+    },
+    send,
+    notice,
+    openNodeSession,
+  );
 
   // --- helpers -------------------------------------------------------------------------------
 
@@ -266,6 +290,10 @@
         inbox.onItem(item);
         break;
       }
+      case "space-state":
+        logEvent("space " + data.space.id + " revision " + data.space.revision);
+        spaces.update(data.space);
+        break;
       case "tool-call":
         // The web client brings no local tools; say so instead of leaving the lane waiting.
         send("tool-result", { callId: data.callId, ok: false, error: "the web client has no local tools" });
@@ -347,6 +375,15 @@
     loadProcesses();
     inbox.load();
     if (ui.recipe) loadRecipes();
+    // The space of this session's node, if it is one (else a 404, not shown).
+    send("space-get", {}, (frame) => frame.type === "space" && spaces.update(frame.data.space), true);
+  }
+
+  // The branch map's explicit "Open conversation": this tab moves to that node's session
+  // (resumed like a reload; a node's session has the machine id of the one it branched from).
+  function openNodeSession(sessionId) {
+    sessionStorage.setItem(STORED, JSON.stringify({ sessionId, project: ui.project.value }));
+    location.reload();
   }
 
   function createSession() {

@@ -1,0 +1,263 @@
+"""The thinking-space branch map of the interactive page in a real browser (Debian's Chromium,
+driven by Playwright) against a real Brain OS process with the scripted provider: one colour per
+state, selection beside the map, the space-* controls, the explicit open of a node's
+conversation, and a phone-sized screen. Screenshots go to test-artifacts/.
+
+With DATABASE_URL and REDIS_URL set the Brain runs distributed on them (a scratch PostgreSQL
+database, a Celery worker on a queue of its own); else on its own SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+
+from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
+PASSWORD = "pw-space-map"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+STORED = "vancetope.interactive.session"
+# The root's agent writes a retried fork's Handoff; a node's agent its checkpoint and return.
+RULES = [
+    {"engine": "arthur", "match": r"^\[control: fork handoff",
+     "tool_calls": [{"name": "thinking_fork_handoff", "arguments": {"handoff": "Forked."}}]},
+    {"engine": "arthur", "match": r"^\[control: checkpoint",
+     "tool_calls": [{"name": "thinking_checkpoint", "arguments": {"handoff": "Fresh state."}}]},
+    {"engine": "arthur", "match": r"^\[control: return",
+     "tool_calls": [{"name": "thinking_return", "arguments": {"handoff": "Final word."}}]},
+    {"engine": "arthur", "reply": "ok"},
+]  # fmt: skip
+# One node per colour, grown through the spaces services; the locks of a refresh and of a
+# return are taken without ordering their control turn (_order patched), so they stay held.
+SETUP = """
+import json
+from unittest import mock
+from django.contrib.auth import get_user_model
+from processes.models import ConversationMessage, ThinkProcess
+from sessions_app.services import FingerprintData, create_session
+from spaces.actions import agent, human
+from spaces.models import ThinkingNode
+
+def plant(node, text):
+    start = ConversationMessage.objects.filter(process_id=node.chat_process_id).count()
+    ConversationMessage.objects.create(process_id=node.chat_process_id, index=start, role="user",
+                                       content=text)
+    ThinkProcess.objects.filter(pk=node.chat_process_id).update(conversation_length=start + 1)
+
+user = get_user_model().objects.get(username="local")
+session = create_session(user, client_type="web", project_id="proj_default",
+                         fingerprint=FingerprintData(machine_id=MACHINE), recipe="arthur")
+root = agent.start_space(session.chat_process_id).root
+made = {}
+for title in ["Blue", "Amber", "Violet", "Indigo", "Gray"]:
+    made[title] = agent.split(root.chat_process_id, title, "Handoff of " + title + ".")[1]
+agent.checkpoint(made["Amber"].chat_process_id, "Amber state.")
+plant(made["Amber"], "amber talk")
+agent.return_node(made["Gray"].chat_process_id, "Gray final.")
+plant(ThinkingNode.objects.get(pk=root.pk), "root talk")
+plant(made["Indigo"], "indigo talk")
+with mock.patch("spaces.actions.human._order"):
+    human.begin_checkpoint(ThinkingNode.objects.get(pk=made["Violet"].pk))
+    human.begin_return(ThinkingNode.objects.get(pk=made["Indigo"].pk))
+    human.split(ThinkingNode.objects.get(pk=root.pk), "Teal")
+print(json.dumps({"session": session.public_id}))
+"""
+
+if not CHROMIUM.exists():
+    pytest.skip(
+        "browser tests need Debian's Chromium at /usr/bin/chromium", allow_module_level=True
+    )
+sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
+expect = sync_api.expect
+
+
+def shell(env: dict[str, str], code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def services() -> Iterator[dict[str, str]]:
+    """PostgreSQL and Redis for the Brain when the run has them: a throwaway database on the
+    DATABASE_URL server (dropped afterwards) and a queue and channel prefix of its own."""
+    url, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if not (url.startswith("postgres") and redis):
+        yield {}
+        return
+    name = f"vt_spacemap_{uuid.uuid4().hex[:10]}"
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    queue = f"vt-spacemap-{uuid.uuid4().hex[:8]}"
+    yield {
+        "DATABASE_URL": url.rsplit("/", 1)[0] + f"/{name}",
+        "REDIS_URL": redis,
+        "VANCETOPE_TASK_QUEUE": queue,
+        "VANCETOPE_CHANNEL_PREFIX": queue,
+    }
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def brain(tmp_path_factory: pytest.TempPathFactory, services: dict[str, str]) -> Iterator[Brain]:
+    var_dir = tmp_path_factory.mktemp("space-map-brain")
+    script = var_dir / "script.yaml"
+    script.write_text(yaml.safe_dump(RULES))
+    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script), **services)
+    bootstrap(env)
+    shell(
+        env,
+        "from django.contrib.auth import get_user_model; "
+        "user = get_user_model().objects.get(username='local'); "
+        f"user.set_password({PASSWORD!r}); user.save()",
+    )
+    worker = CeleryWorker(env, services["VANCETOPE_TASK_QUEUE"]) if services else None
+    running = Brain(env, free_port())
+    if services:
+        assert running.wait_healthy()["checks"]["broker"]["detail"] == "redis"
+    yield running
+    running.stop()
+    if worker is not None:
+        worker.stop()
+
+
+@pytest.fixture(scope="module")
+def page(brain: Brain) -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=brain.url)
+        context.set_default_timeout(20_000)
+        tab = context.new_page()
+        tab.goto("/accounts/login/")
+        tab.fill("#id_username", "local")
+        tab.fill("#id_password", PASSWORD)
+        tab.click("button[type=submit]")
+        expect(tab.locator("h1")).to_have_text("Think processes")
+        yield tab
+        browser.close()
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=True)
+
+
+def node_of(page: Any, title: str) -> Any:
+    return page.locator(f"#space-map .space-node[aria-label^='{title} (']")
+
+
+def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
+    # given: the browser's interactive page, and a space rooted in a session of its machine
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    machine = page.evaluate("localStorage.getItem('vancetope.browser')")
+    made = json.loads(shell(brain.env, f"MACHINE = {machine!r}\n" + SETUP).strip().splitlines()[-1])
+    # when: the tab resumes the root's session
+    page.evaluate(
+        "([key, id]) => sessionStorage.setItem(key, JSON.stringify({sessionId: id}))",
+        [STORED, made["session"]],
+    )
+    page.reload()
+    expect(page.locator("#interactive")).to_have_attribute("data-session", made["session"])
+    # then: the map shows the root in the middle and one colour per state
+    card = page.locator("#space-card")
+    expect(card).to_be_visible()
+    expect(page.locator("#space-map .space-node")).to_have_count(7)
+    looks = {
+        "Root": ("active", "#2563eb"),
+        "Blue": ("active", "#2563eb"),
+        "Amber": ("checkpoint", "#d97706"),
+        "Teal": ("pending", "#0d9488"),
+        "Violet": ("refreshing", "#7c3aed"),
+        "Indigo": ("returning", "#4338ca"),
+        "Gray": ("returned", "#6b7280"),
+    }
+    for title, (look, colour) in looks.items():
+        drawn = node_of(page, title)
+        expect(drawn).to_have_attribute("data-look", look)
+        expect(drawn.locator("circle")).to_have_attribute("fill", colour)
+    centre = node_of(page, "Root").locator("circle")
+    assert (centre.get_attribute("cx"), centre.get_attribute("cy")) == ("0", "0")
+    screenshot(page, "space-map-states")
+    # when: a node is selected
+    node_of(page, "Amber").click()
+    # then: its Handoffs show beside the map, and the conversation stays the root's
+    detail = page.locator("#space-detail")
+    expect(detail).to_contain_text("Handoff of Amber.")
+    expect(detail).to_contain_text("Amber state.")
+    expect(page.locator("#interactive")).to_have_attribute("data-session", made["session"])
+    # when: Amber is asked to return (its agent's control turn calls thinking_return)
+    page.click("#space-return")
+    # then: it is gray, its returned Handoff shown
+    expect(node_of(page, "Amber")).to_have_attribute("data-look", "returned")
+    expect(detail).to_contain_text("Final word.")
+    # when: Blue is renamed and split
+    node_of(page, "Blue").click()
+    page.fill("#space-rename-title", "Sky")
+    page.click("#space-rename")
+    expect(node_of(page, "Sky")).to_have_count(1)
+    page.fill("#space-split-title", "Leaf")
+    page.click("#space-split")
+    expect(node_of(page, "Leaf")).to_have_attribute("data-look", "active")
+    node_of(page, "Sky").click()
+    # when: Sky, whose conversation has not begun, is asked to return
+    page.click("#space-return")
+    # then: the refusal is the page's notice, and nothing changed
+    expect(page.locator("#notice")).to_contain_text("the branch is empty")
+    expect(node_of(page, "Sky")).to_have_attribute("data-look", "active")
+    # when: Sky is checkpointed
+    page.click("#space-checkpoint")
+    # then: the checkpoint turn made it amber
+    expect(node_of(page, "Sky")).to_have_attribute("data-look", "checkpoint")
+    expect(detail).to_contain_text("Fresh state.")
+    # when: the pending Teal's fork is retried
+    node_of(page, "Teal").click()
+    expect(page.locator("#space-retry")).to_be_visible()
+    page.click("#space-retry")
+    # then: the root's agent wrote its Handoff (a space-state event redrew the map)
+    expect(node_of(page, "Teal")).to_have_attribute("data-look", "active")
+    node_of(page, "Teal").click()
+    expect(detail).to_contain_text("Forked.")
+    screenshot(page, "space-map-controls")
+    # when: Sky's conversation is opened explicitly
+    node_of(page, "Sky").click()
+    sky_session = detail.get_attribute("data-session")
+    assert sky_session
+    assert sky_session != made["session"]
+    page.click("#space-open")
+    # then: the tab is on Sky's session, with the same space drawn
+    expect(page.locator("#interactive")).to_have_attribute("data-session", sky_session)
+    expect(page.locator("#space-map .space-node")).to_have_count(8)
+    # when: the screen is phone-sized
+    page.set_viewport_size({"width": 390, "height": 844})
+    # then: the map fits the width and a node can still be selected
+    box = page.locator("#space-map svg").bounding_box()
+    assert box is not None
+    assert box["width"] <= 390
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    node_of(page, "Gray").click()
+    expect(detail).to_contain_text("Gray final.")
+    expect(page.locator("#space-retry")).to_be_hidden()
+    expect(page.locator("#space-return")).to_be_disabled()
+    screenshot(page, "space-map-phone")
