@@ -1,6 +1,6 @@
 """Inbound webhook deliveries (PROTOCOL.md, "Inbound webhooks answer …"): one use case,
-`receive`, which the view (triggers/webhook_api.py) calls with the raw body it read under the
-cap. Every delivery, accepted or refused, leaves a TriggerEvent row with its reason.
+`receive`, which the ASGI endpoint (triggers/webhook_endpoint.py) calls with the raw body it
+read under the cap. Every delivery, accepted or refused, leaves a TriggerEvent row with its reason.
 
 In order: a body over VANCETOPE_WEBHOOK_MAX_BYTES is a 413; a webhook-timestamp outside 5
 minutes a 400 (checked before the webhook is looked up, so it says nothing about which ids
