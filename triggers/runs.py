@@ -17,6 +17,7 @@ the process left BLOCKED) → its real end, and the session it opened closes.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -360,17 +361,33 @@ def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, 
 
 def announce(run: RunLog) -> None:
     """The `run` event, for every open session of the run's owner."""
-    owned = fastsql.values(
-        Session,
-        ["id"],
-        "{owner} = %s AND {status} = %s",
-        [run.owner_id, SessionStatus.OPEN],
-        tail="ORDER BY {id}",
+    _announce_to(_open_sessions(run.owner_id), run)
+
+
+def announcer(owner_id: int) -> Callable[[RunLog], None]:
+    """`announce` for the runs of one owner within one transaction (a webhook delivery's run
+    starts and finishes in one): the owner's open sessions are looked up once."""
+    found: list[list[Any]] = []
+
+    def announce_once(run: RunLog) -> None:
+        if not found:
+            found.append(_open_sessions(owner_id))
+        _announce_to(found[0], run)
+
+    return announce_once
+
+
+def _open_sessions(owner_id: int) -> list[Any]:
+    return fastsql.values(
+        Session, ["id"], "{owner} = %s AND {status} = %s", [owner_id, SessionStatus.OPEN]
     )
+
+
+def _announce_to(owned: list[Any], run: RunLog) -> None:
     if not owned:
         return  # a system owner's (or an offline person's) run: no event to build
     data = build_event(RunEvent.model_validate({"run": run_data(run)}))
-    for (session_id,) in owned:
+    for (session_id,) in sorted(owned):
         emit_event(session_id, *data)
 
 
