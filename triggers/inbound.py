@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from processes.actions.external import unblock_external
 from sessions_app import services as sessions
 from sessions_app.models import ClientType, Session, SessionStatus
-from triggers import runs, transitions, webhook_secrets
+from triggers import run_events, runs, transitions, webhook_secrets
 from triggers.models import (
     DeliveryOutcome,
     RunLog,
@@ -228,7 +228,7 @@ def _unblock(delivery: Delivery, webhook: Webhook, key: str, event: Any) -> Answ
     (opened through create_session once, kept open, as agrajag's is) instead of opening and
     closing one per delivery, which cost most of a delivery's time."""
     session_id = _standing_session(webhook)
-    announce = runs.announcer(webhook.owner_id)
+    announce = run_events.announcer(webhook.owner_id)
     new_run = RunLog(
         owner_id=webhook.owner_id,
         project_id=webhook.project_id,

@@ -17,7 +17,6 @@ the process left BLOCKED) → its real end, and the session it opened closes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,14 +32,11 @@ from processes.actions.create import create_process
 from processes.models import PendingKind, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
-from sessions_app.events import emit_event
 from sessions_app.models import ClientType, DisconnectPolicy, Session, SessionStatus
-from sessions_app.protocol.outbound import RunEvent
-from sessions_app.protocol.outbound import event as build_event
 from triggers import transitions
 from triggers.models import RunLog, RunStatus, TriggerType, Workflow
 from triggers.notifications import notify
-from triggers.presenters import run_data
+from triggers.run_events import announce
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BrainError, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
@@ -67,15 +63,23 @@ def open_system_session(project: Project, client_type: str) -> Session:
     """A new system session of one run, opened as every client's is (`create_session`), with
     no chat process: a system client brings no chat (ARCHITECTURE §8)."""
     user = sessions.system_user()
-    ProjectMembership.objects.get_or_create(user=user, project=project)
-    return sessions.create_session(
-        user,
-        client_type=client_type,
-        project_id=project.public_id,
-        on_disconnect=DisconnectPolicy.CLOSE,
-        system=True,
-        chat=False,
-    )
+
+    def opened() -> Session:
+        return sessions.create_session(
+            user,
+            client_type=client_type,
+            project_id=project.public_id,
+            on_disconnect=DisconnectPolicy.CLOSE,
+            system=True,
+            chat=False,
+        )
+
+    try:
+        return opened()
+    except NotFound:
+        # The project's first system run: `_system` becomes its member (once, not per run).
+        ProjectMembership.objects.get_or_create(user=user, project=project)
+        return opened()
 
 
 @dataclass(frozen=True)
@@ -357,38 +361,6 @@ def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, 
     if outcome.status == RunStatus.FAILED:
         return f"Workflow '{name}' ({run.public_id}) failed: {outcome.error}", "error"
     return None
-
-
-def announce(run: RunLog) -> None:
-    """The `run` event, for every open session of the run's owner."""
-    _announce_to(_open_sessions(run.owner_id), run)
-
-
-def announcer(owner_id: int) -> Callable[[RunLog], None]:
-    """`announce` for the runs of one owner within one transaction (a webhook delivery's run
-    starts and finishes in one): the owner's open sessions are looked up once."""
-    found: list[list[Any]] = []
-
-    def announce_once(run: RunLog) -> None:
-        if not found:
-            found.append(_open_sessions(owner_id))
-        _announce_to(found[0], run)
-
-    return announce_once
-
-
-def _open_sessions(owner_id: int) -> list[Any]:
-    return fastsql.values(
-        Session, ["id"], "{owner} = %s AND {status} = %s", [owner_id, SessionStatus.OPEN]
-    )
-
-
-def _announce_to(owned: list[Any], run: RunLog) -> None:
-    if not owned:
-        return  # a system owner's (or an offline person's) run: no event to build
-    data = build_event(RunEvent.model_validate({"run": run_data(run)}))
-    for (session_id,) in sorted(owned):
-        emit_event(session_id, *data)
 
 
 # --- reading -------------------------------------------------------------------------------------
