@@ -110,22 +110,25 @@ def create_session(
         or DEFAULT_ON_DISCONNECT[ClientType(client_type)]
     )
     fp = fingerprint or FingerprintData(machine_id="")
+    session = Session(
+        owner=user,
+        project=project,
+        client_type=client_type,
+        is_human=is_human,
+        system=system,
+        on_disconnect=policy,
+        machine_id=fp.machine_id,
+        working_dir=fp.working_dir,
+        user_home=fp.user_home,
+        os_user=fp.os_user,
+        client_tools=tools or [],
+    )
+    if chat_recipe is None:
+        # One statement, in the caller's transaction if there is one (a cron firing's claim).
+        session.save(force_insert=True)
+        return session
     with transaction.atomic():
-        session = Session.objects.create(
-            owner=user,
-            project=project,
-            client_type=client_type,
-            is_human=is_human,
-            system=system,
-            on_disconnect=policy,
-            machine_id=fp.machine_id,
-            working_dir=fp.working_dir,
-            user_home=fp.user_home,
-            os_user=fp.os_user,
-            client_tools=tools or [],
-        )
-        if chat_recipe is None:
-            return session
+        session.save(force_insert=True)
         chat_process = create_process(session, recipe=chat_recipe.name, start=False)
         session.chat_process = chat_process
         session.save(update_fields=["chat_process"])

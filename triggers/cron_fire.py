@@ -37,8 +37,8 @@ from processes.models import ThinkProcess
 from processes.queries import is_visible
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
-from sessions_app.models import ClientType, Session, SessionStatus
-from triggers import runs, transitions
+from sessions_app.models import ClientType, Session
+from triggers import run_events, runs, transitions
 from triggers.cron import due_minute, get_visible_job
 from triggers.models import (
     CronAction,
@@ -59,36 +59,55 @@ log = logging.getLogger(__name__)
 LINKER_MISSING = "brain_linker: the memory module's linker is not built yet"
 
 
+class _ClaimedBefore(Exception):  # noqa: N818 (not an error: another copy claimed the firing)
+    """Leaves the claim's transaction, rolling back what it wrote, when the firing is taken."""
+
+
 def fire(job_id: int, scheduled_for: datetime | None = None, *, manual: bool = False) -> Any:
     """Claim and run one firing of the job; the CronFiring, or None when this firing was
-    claimed already (a duplicate: logged, nothing runs) or the job is gone."""
+    claimed already (a duplicate: logged, nothing runs) or the job is gone.
+
+    The claim and what a `process_continue` firing opens (its system session and its run,
+    the job's last run) are one transaction: a firing's writes each wait for the database to
+    flush them, and on PostgreSQL these were most of its time (bench/cron.py). A second copy of
+    the firing waits for that transaction at the claim's unique row, then runs nothing."""
     job = CronJob.objects.select_related("project", "owner", "last_run").filter(pk=job_id).first()
     if job is None:
         log.warning("cron job %s is gone; firing dropped", job_id)
         return None
     moment = scheduled_for or due_minute(job)
+    opened: tuple[RunLog, ThinkProcess] | None = None
     try:
         with transaction.atomic():
-            firing = CronFiring.objects.create(
-                job=job, scheduled_for=moment, manual=manual, outcome=FiringOutcome.CLAIMED
-            )
-    except IntegrityError:
+            try:
+                firing = CronFiring.objects.create(
+                    job=job, scheduled_for=moment, manual=manual, outcome=FiringOutcome.CLAIMED
+                )
+            except IntegrityError:
+                raise _ClaimedBefore from None
+            previous = job.last_run
+            if job.overlap == CronOverlap.SKIP and previous is not None:
+                previous.refresh_from_db(fields=["status"])
+                if previous.status == RunStatus.RUNNING:
+                    reason = f"skipped: the previous run {previous.public_id} is still running"
+                    return _record(firing, FiringOutcome.SKIPPED, reason)
+            if job.action_type == CronAction.PROCESS_CONTINUE:
+                try:
+                    opened = _open_continuation(job)
+                except BrainError as exc:
+                    return _record(firing, FiringOutcome.FAILED, exc.message)
+    except _ClaimedBefore:
         log.info("%s: firing for %s was claimed already; not run twice", job.public_id, moment)
         return None
-    previous = job.last_run
-    if job.overlap == CronOverlap.SKIP and previous is not None:
-        previous.refresh_from_db(fields=["status"])
-        if previous.status == RunStatus.RUNNING:
-            reason = f"skipped: the previous run {previous.public_id} is still running"
-            return _record(firing, FiringOutcome.SKIPPED, reason)
     try:
-        run = _run_action(job)
+        run = _continue(job, *opened) if opened is not None else _run_action(job)
     except BrainError as exc:
         return _record(firing, FiringOutcome.FAILED, exc.message)
     except Exception as exc:
         log.exception("%s: firing failed", job.public_id)
         return _record(firing, FiringOutcome.FAILED, f"{type(exc).__name__}: {exc}")
-    CronJob.objects.filter(pk=job.pk).update(last_run=run)
+    if opened is None:
+        CronJob.objects.filter(pk=job.pk).update(last_run=run)
     outcome = FiringOutcome.FAILED if run.status == RunStatus.FAILED else FiringOutcome.RAN
     return _record(firing, outcome, run.error, run)
 
@@ -116,6 +135,7 @@ def _record(
 
 
 def _run_action(job: CronJob) -> RunLog:
+    """The actions other than process_continue, after their claim committed."""
     kind = job.action_type
     if kind == CronAction.RUN_WORKFLOW:
         trigger = runs.Trigger(TriggerType.CRON, ClientType.CRON, job.public_id)
@@ -125,7 +145,7 @@ def _run_action(job: CronJob) -> RunLog:
         run = _new_run(job, None, None)
         _finish(run, RunStatus.FAILED, {"error": LINKER_MISSING})
         return run
-    return _continue(job)
+    raise AssertionError(f"{kind}: opened in the claim's transaction")
 
 
 def _new_run(job: CronJob, session: Session | None, process: ThinkProcess | None) -> RunLog:
@@ -141,7 +161,7 @@ def _new_run(job: CronJob, session: Session | None, process: ThinkProcess | None
             process=process,
             process_public_id=process.public_id if process else "",
         ),
-        runs.announce,
+        run_events.announce,
     )
 
 
@@ -155,7 +175,9 @@ def _finish(
     if notice:
         changes["notifications_sent"] = 1
     with transaction.atomic():
-        done = transitions.finish(run, status, changes, runs.announce, changes.get("error", ""))
+        done = transitions.finish(
+            run, status, changes, run_events.announce, changes.get("error", "")
+        )
         if done and notice:
             text, level = notice
             notify(run.owner, run.project, text, level, run=run, process_id=run.process_public_id)
@@ -165,19 +187,27 @@ def _finish(
 
 
 def _close(session_id: int) -> None:
-    if not Session.objects.filter(pk=session_id, status=SessionStatus.CLOSED).exists():
-        sessions.close_session(session_id)
+    sessions.close_session(session_id)  # one that is closed already stays as it is
 
 
 # --- process_continue ----------------------------------------------------------------------------
 
 
-def _continue(job: CronJob) -> RunLog:
-    action = job.action
-    limits = action["constraints"]
-    process = _visible_process(job.owner, action["processId"])
+def _open_continuation(job: CronJob) -> tuple[RunLog, ThinkProcess]:
+    """In the claim's transaction: the job's process (if its owner still sees it), the run's
+    system session and the run, which becomes the job's last run."""
+    process = _visible_process(job.owner, job.action["processId"])
     session = runs.open_system_session(job.project, ClientType.CRON)
     run = _new_run(job, session, process)
+    CronJob.objects.filter(pk=job.pk).update(last_run=run)
+    return run, process
+
+
+def _continue(job: CronJob, run: RunLog, process: ThinkProcess) -> RunLog:
+    """The run's process resumed under its quota, or the run finished at once when there is
+    nothing to continue. The run is returned as this call left it: a resumed process's lane
+    finishes it later (`continuation_settled`)."""
+    limits = job.action["constraints"]
     found = process.status
     try:
         if found == Status.BLOCKED:
@@ -205,7 +235,6 @@ def _continue(job: CronJob) -> RunLog:
             _resume(process, found, quota)
     except BrainError as exc:
         _finish(run, RunStatus.FAILED, {"error": exc.message})
-    run.refresh_from_db()
     return run
 
 
@@ -240,7 +269,8 @@ def continuation_settled(process: ThinkProcess, status: str, reason: str) -> Non
         return
     if not quota.get("ended") and status not in SETTLED:
         return  # the resume that started the continuation, or a turn in between
-    run = RunLog.objects.filter(pk=_pk(quota["runId"]), status=RunStatus.RUNNING).first()
+    running = RunLog.objects.select_related("project")  # its event names the project
+    run = running.filter(pk=_pk(quota["runId"]), status=RunStatus.RUNNING).first()
     if run is None:
         return
     current = ThinkProcess.objects.get(pk=process.pk)

@@ -1,6 +1,6 @@
 """Inbound webhook deliveries (PROTOCOL.md, "Inbound webhooks answer …"): one use case,
-`receive`, which the view (triggers/webhook_api.py) calls with the raw body it read under the
-cap. Every delivery, accepted or refused, leaves a TriggerEvent row with its reason.
+`receive`, which the ASGI endpoint (triggers/webhook_endpoint.py) calls with the raw body it
+read under the cap. Every delivery, accepted or refused, leaves a TriggerEvent row with its reason.
 
 In order: a body over VANCETOPE_WEBHOOK_MAX_BYTES is a 413; a webhook-timestamp outside 5
 minutes a 400 (checked before the webhook is looked up, so it says nothing about which ids
@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from processes.actions.external import unblock_external
 from sessions_app import services as sessions
 from sessions_app.models import ClientType, Session, SessionStatus
-from triggers import runs, transitions, webhook_secrets
+from triggers import run_events, runs, transitions, webhook_secrets
 from triggers.models import (
     DeliveryOutcome,
     RunLog,
@@ -44,6 +44,7 @@ from vancetope.errors import BrainError
 from vancetope.ids import parse_whole_number
 from vancetope.infra import fastsql
 from vancetope.jsonbody import parse_json
+from vancetope.tenancy.models import Project
 
 SECRET_HEADER = "x-webhook-secret"
 SIGNATURE_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature")
@@ -136,21 +137,14 @@ def _accept(delivery: Delivery, webhook: Webhook, event: Any) -> Answer:
         return _record(delivery, 202, DeliveryOutcome.FILTERED, reason, {"filtered": True})
     if not delivery.delivery_id:
         delivery.delivery_id = f"dlv_{uuid.uuid4().hex}"  # nothing to deduplicate by
-    claim = WebhookDelivery(webhook=webhook, delivery_id=delivery.delivery_id)
+    action = webhook.action
+    if action.get("type") == "run_workflow":
+        return _run_workflow(delivery, webhook, event)
     try:
-        with transaction.atomic():
-            fastsql.insert([claim], returning_pk=True)
-    except IntegrityError:
-        return _replay(delivery, webhook)
-    try:
-        run, note = _act(webhook, delivery.delivery_id, event)
+        key = substitute_event(str(action["match"]["blockedByExternal"]), event)
     except BrainError as exc:
-        # Nothing ran: the id is free again, so a corrected retry runs.
-        claim.delete()
-        return _refused_by(delivery, exc)
-    fastsql.update(WebhookDelivery, "{id} = %s", [claim.pk], {"run": run.pk})
-    body = {"runId": run.public_id}
-    return _record(delivery, 200, DeliveryOutcome.ACCEPTED, note, body, run=run)
+        return _refused_by(delivery, exc)  # nothing claimed: a corrected retry runs
+    return _unblock(delivery, webhook, key, event)
 
 
 def _unmatched_filter(wanted: dict[str, Any], event: Any) -> str:
@@ -164,23 +158,37 @@ def _unmatched_filter(wanted: dict[str, Any], event: Any) -> str:
 def _replay(delivery: Delivery, webhook: Webhook) -> Answer:
     deadline = time.monotonic() + REPLAY_WAIT_SECONDS
     while True:
-        claim = WebhookDelivery.objects.filter(
-            webhook=webhook, delivery_id=delivery.delivery_id
-        ).first()
-        if claim is None or claim.run_id is not None or time.monotonic() > deadline:
+        claim = fastsql.values(
+            WebhookDelivery,
+            ["run"],
+            "{webhook} = %s AND {delivery_id} = %s",
+            [webhook.pk, delivery.delivery_id],
+        )
+        if not claim or claim[0][0] is not None or time.monotonic() > deadline:
             break
         time.sleep(0.02)
-    run_id = f"run_{claim.run_id}" if claim is not None and claim.run_id else None
+    run_id = f"run_{claim[0][0]}" if claim and claim[0][0] else None
     reason = f"webhook-id {delivery.delivery_id!r} seen before: nothing ran"
     body = {"runId": run_id, "replayed": True}
     return _record(delivery, 200, DeliveryOutcome.REPLAYED, reason, body)
 
 
-def _act(webhook: Webhook, delivery_id: str, event: Any) -> tuple[RunLog, str]:
-    """Run the webhook's action for a verified event: the run, and what it did."""
+def _trigger_ids(delivery: Delivery, webhook: Webhook) -> dict[str, str]:
+    return {"webhook_id": webhook.public_id, "delivery_id": delivery.delivery_id}
+
+
+def _run_workflow(delivery: Delivery, webhook: Webhook, event: Any) -> Answer:
+    """run_workflow: the delivery id is claimed first, in a transaction of its own (the
+    workflow's run opens a session and starts a process, in transactions of their own), then
+    the run starts; its claim and TriggerEvent are written in one transaction after it."""
+    claim = WebhookDelivery(webhook=webhook, delivery_id=delivery.delivery_id)
+    try:
+        with transaction.atomic():
+            fastsql.insert([claim], returning_pk=True)
+    except IntegrityError:
+        return _replay(delivery, webhook)
     action = webhook.action
-    ids = {"webhook_id": webhook.public_id, "delivery_id": delivery_id}
-    if action.get("type") == "run_workflow":
+    try:
         values = {
             name: substitute_event(template, event)
             for name, template in dict(action.get("input") or {}).items()
@@ -189,39 +197,63 @@ def _act(webhook: Webhook, delivery_id: str, event: Any) -> tuple[RunLog, str]:
             webhook.owner,
             str(action["workflowId"]),
             values,
-            runs.Trigger(TriggerType.WEBHOOK, ClientType.WEBHOOK, **ids),
+            runs.Trigger(
+                TriggerType.WEBHOOK, ClientType.WEBHOOK, **_trigger_ids(delivery, webhook)
+            ),
         )
-        return started.run, f"started {started.process.public_id}"
-    key = substitute_event(str(action["match"]["blockedByExternal"]), event)
-    return unblock_tasks(webhook, key, event, ids)
-
-
-def unblock_tasks(
-    webhook: Webhook, key: str, event: Any, ids: dict[str, str]
-) -> tuple[RunLog, str]:
-    """unblock_tasks as a run: every process of the webhook's project BLOCKED on `key` is
-    steered with the event; the run counts them. It starts no process, so it runs in the
-    project's standing `webhook` system session (opened through create_session once, kept
-    open, as agrajag's is) instead of opening and closing one per delivery, which cost most
-    of a delivery's time (bench/webhooks.py)."""
-    run = transitions.start(
-        RunLog(
-            owner_id=webhook.owner_id,
-            project=webhook.project,
-            session_id=_standing_session(webhook),
-            owns_session=False,
-            client_type=ClientType.WEBHOOK,
-            trigger_type=TriggerType.WEBHOOK,
-            **ids,
-        ),
-        runs.announce,
-    )
-    unblocked = unblock_external(webhook.project_id, key, event)
+    except BrainError as exc:
+        # Nothing ran: the id is free again, so a corrected retry runs.
+        claim.delete()
+        return _refused_by(delivery, exc)
+    run, note = started.run, f"started {started.process.public_id}"
     with transaction.atomic():
-        transitions.finish(
-            run, RunStatus.COMPLETED, {"tasks_executed": len(unblocked)}, runs.announce
+        fastsql.update(WebhookDelivery, "{id} = %s", [claim.pk], {"run": run.pk})
+        return _record(
+            delivery, 200, DeliveryOutcome.ACCEPTED, note, {"runId": run.public_id}, run=run
         )
-    return run, f"unblocked {', '.join(unblocked) or 'nothing'} waiting for {key!r}"
+
+
+class _Replayed(Exception):  # noqa: N818 (not an error: the delivery id was claimed before)
+    """Leaves a delivery's transaction, rolling back what it wrote, when its claim is taken."""
+
+
+def _unblock(delivery: Delivery, webhook: Webhook, key: str, event: Any) -> Answer:
+    """unblock_tasks as a run: every process of the webhook's project BLOCKED on `key` is
+    steered with the event; the run counts them. The run (started and finished), the claim of
+    the delivery id (carrying the run) and the TriggerEvent are one transaction: a delivery is
+    a dozen statements and one commit (bench/webhooks.py), and a replay, whose claim meets the
+    first one's unique row, rolls back everything it wrote and answers the first run.
+
+    It starts no process, so it runs in the project's standing `webhook` system session
+    (opened through create_session once, kept open, as agrajag's is) instead of opening and
+    closing one per delivery, which cost most of a delivery's time."""
+    session_id = _standing_session(webhook)
+    announce = run_events.announcer(webhook.owner_id)
+    new_run = RunLog(
+        owner_id=webhook.owner_id,
+        project_id=webhook.project_id,
+        session_id=session_id,
+        owns_session=False,
+        client_type=ClientType.WEBHOOK,
+        trigger_type=TriggerType.WEBHOOK,
+        **_trigger_ids(delivery, webhook),
+    )
+    try:
+        with transaction.atomic():
+            run = transitions.start(new_run, announce)
+            claim = WebhookDelivery(webhook=webhook, delivery_id=delivery.delivery_id, run=run)
+            try:
+                fastsql.insert([claim])
+            except IntegrityError:
+                raise _Replayed from None
+            unblocked = unblock_external(webhook.project_id, key, event)
+            changes = {"tasks_executed": len(unblocked)}
+            transitions.finish(run, RunStatus.COMPLETED, changes, announce)
+            note = f"unblocked {', '.join(unblocked) or 'nothing'} waiting for {key!r}"
+            body = {"runId": run.public_id}
+            return _record(delivery, 200, DeliveryOutcome.ACCEPTED, note, body, run=run)
+    except _Replayed:
+        return _replay(delivery, webhook)
 
 
 # Per Brain process: the project's standing webhook session, checked still OPEN at every use.
@@ -237,9 +269,8 @@ def _standing_session(webhook: Webhook) -> int:
         [known, webhook.project_id, SessionStatus.OPEN],
     ):
         return known
-    session = sessions.system_session(
-        webhook.project, WEBHOOK_SERVICE, client_type=ClientType.WEBHOOK
-    )
+    project = Project.objects.get(pk=webhook.project_id)
+    session = sessions.system_session(project, WEBHOOK_SERVICE, client_type=ClientType.WEBHOOK)
     _standing[webhook.project_id] = session.pk
     return int(session.pk)
 

@@ -32,14 +32,11 @@ from processes.actions.create import create_process
 from processes.models import PendingKind, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app import services as sessions
-from sessions_app.events import emit_event
 from sessions_app.models import ClientType, DisconnectPolicy, Session, SessionStatus
-from sessions_app.protocol.outbound import RunEvent
-from sessions_app.protocol.outbound import event as build_event
 from triggers import transitions
 from triggers.models import RunLog, RunStatus, TriggerType, Workflow
 from triggers.notifications import notify
-from triggers.presenters import run_data
+from triggers.run_events import announce
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BrainError, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
@@ -66,15 +63,23 @@ def open_system_session(project: Project, client_type: str) -> Session:
     """A new system session of one run, opened as every client's is (`create_session`), with
     no chat process: a system client brings no chat (ARCHITECTURE §8)."""
     user = sessions.system_user()
-    ProjectMembership.objects.get_or_create(user=user, project=project)
-    return sessions.create_session(
-        user,
-        client_type=client_type,
-        project_id=project.public_id,
-        on_disconnect=DisconnectPolicy.CLOSE,
-        system=True,
-        chat=False,
-    )
+
+    def opened() -> Session:
+        return sessions.create_session(
+            user,
+            client_type=client_type,
+            project_id=project.public_id,
+            on_disconnect=DisconnectPolicy.CLOSE,
+            system=True,
+            chat=False,
+        )
+
+    try:
+        return opened()
+    except NotFound:
+        # The project's first system run: `_system` becomes its member (once, not per run).
+        ProjectMembership.objects.get_or_create(user=user, project=project)
+        return opened()
 
 
 @dataclass(frozen=True)
@@ -356,22 +361,6 @@ def _notice(run: RunLog, process: ThinkProcess, outcome: Outcome) -> tuple[str, 
     if outcome.status == RunStatus.FAILED:
         return f"Workflow '{name}' ({run.public_id}) failed: {outcome.error}", "error"
     return None
-
-
-def announce(run: RunLog) -> None:
-    """The `run` event, for every open session of the run's owner."""
-    owned = fastsql.values(
-        Session,
-        ["id"],
-        "{owner} = %s AND {status} = %s",
-        [run.owner_id, SessionStatus.OPEN],
-        tail="ORDER BY {id}",
-    )
-    if not owned:
-        return  # a system owner's (or an offline person's) run: no event to build
-    data = build_event(RunEvent.model_validate({"run": run_data(run)}))
-    for (session_id,) in owned:
-        emit_event(session_id, *data)
 
 
 # --- reading -------------------------------------------------------------------------------------

@@ -35,9 +35,10 @@ FINISHED = frozenset(
 
 
 def start(run: RunLog, announce: Callable[[RunLog], None]) -> RunLog:
-    """Store a new run `running`, with its first record row, and announce it."""
+    """Store a new run `running`, with its first record row, and announce it (in the caller's
+    transaction if there is one: no savepoint, two statements fewer)."""
     run.status = RunStatus.RUNNING
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         # fastsql: a webhook delivery starts a run each (bench/webhooks.py).
         fastsql.insert([run], returning_pk=True)
         fastsql.insert([RunTransition(run=run, from_status="", to_status=RunStatus.RUNNING)])

@@ -1,21 +1,15 @@
-"""REST: /api/webhooks (configurations, rotate-secret) and the inbound delivery
-`POST /api/webhooks/{id}`.
+"""REST: /api/webhooks (configurations, rotate-secret).
 
-The inbound delivery is a plain Django view, not DRF's: it needs the raw bytes (verified before
-anything parses them, never re-serialized), no user authentication and no CSRF check, and it
-reads at most VANCETOPE_WEBHOOK_MAX_BYTES + 1 bytes (a declared Content-Length over the cap is
-refused unread). Under ASGI, triggers/body_cap.py enforces the same cap before Django buffers
-the body. `webhook_route` sends a POST to it and every other method of the same path to the
-configuration viewset.
+The inbound delivery `POST /api/webhooks/{id}` is no Django view: it is answered in front of
+Django's handler, on the raw bytes, by triggers/webhook_endpoint.py (vancetope/asgi.py), so it
+never reaches these views.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.views.decorators.csrf import csrf_exempt
+from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
@@ -23,11 +17,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from processes.presenters import iso
-from triggers import inbound, webhooks
+from triggers import webhooks
 from triggers.models import Webhook
 from triggers.workflows import field_error
 from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
-from vancetope.ids import parse_whole_number
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
 
@@ -146,42 +139,3 @@ class WebhookViewSet(viewsets.ViewSet):
     def rotate_secret(self, request: Request, webhook_id: str) -> Response:
         made = webhooks.rotate_visible_secret(request.user, webhook_id)
         return Response(webhook_data(made.webhook, made.secret))
-
-
-def read_capped(request: HttpRequest) -> tuple[bytes | None, int]:
-    """The body, read up to the cap + 1 bytes; None (and the size seen) when it is over."""
-    limit = inbound.max_bytes()
-    declared = parse_whole_number(str(request.META.get("CONTENT_LENGTH") or ""))
-    if declared is not None and declared > limit:
-        return None, declared
-    data = request.read(limit + 1)
-    if len(data) > limit:
-        return None, len(data)
-    return data, len(data)
-
-
-# A delivery runs on a small pool of reused threads, each keeping its database connection:
-# Django runs a sync view in a new thread per request under ASGI, and each such thread opened
-# a connection of its own (60 of them under 10 senders on PostgreSQL, bench/webhooks.py).
-_receive = sync_to_async(inbound.receive, thread_sensitive=False)
-
-
-async def deliver(request: HttpRequest, webhook_id: str) -> HttpResponse:
-    """`POST /api/webhooks/{id}`: one inbound delivery."""
-    body, size = read_capped(request)
-    headers = {name: request.headers[name] for name in inbound.HEADERS if name in request.headers}
-    answer = await _receive(webhook_id, headers, body, size)
-    return JsonResponse(answer.body, status=answer.status)
-
-
-_detail = sync_to_async(
-    WebhookViewSet.as_view({"get": "retrieve", "patch": "partial_update", "delete": "destroy"})
-)
-
-
-@csrf_exempt
-async def webhook_route(request: HttpRequest, webhook_id: str) -> HttpResponse:
-    if request.method == "POST":
-        return await deliver(request, webhook_id)
-    response: HttpResponse = await _detail(request, webhook_id=webhook_id)
-    return response

@@ -16,7 +16,7 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 
 from sessions_app.auth import TokenAuthMiddleware, origin_validator  # noqa: E402
 from sessions_app.routing import websocket_urlpatterns  # noqa: E402
-from triggers.body_cap import WebhookBodyCap  # noqa: E402
+from triggers.webhook_endpoint import WebhookEndpoint  # noqa: E402
 from vancetope.infra.autobahn_logging import plain_autobahn_log_arguments  # noqa: E402
 
 plain_autobahn_log_arguments()
@@ -24,8 +24,9 @@ plain_autobahn_log_arguments()
 application = ProtocolTypeRouter(
     {
         # The Brain is self-contained: it serves the admin's and the UI's static files itself.
-        # An inbound webhook's body is capped before Django buffers it (triggers/body_cap.py).
-        "http": WebhookBodyCap(
+        # An inbound webhook delivery is answered before Django's handler, its body capped
+        # before it is read (triggers/webhook_endpoint.py).
+        "http": WebhookEndpoint(
             ASGIStaticFilesHandler(django_asgi_app)
             if settings.VANCETOPE_SERVE_STATIC
             else django_asgi_app

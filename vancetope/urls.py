@@ -13,7 +13,7 @@ from sessions_app.api import SessionViewSet
 from spaces.api import SpaceViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
 from triggers.cron_api import CronJobViewSet
-from triggers.webhook_api import WebhookViewSet, webhook_route
+from triggers.webhook_api import WebhookViewSet
 from vancetope.api import api_not_found
 from vancetope.config.api import SettingViewSet
 from vancetope.health import Healthz
@@ -42,9 +42,6 @@ urlpatterns = [
     path("api/think-engines", ThinkEngineList.as_view(), name="think-engines"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
-    # Before the router's detail route: a POST there is an inbound delivery (raw body, no user
-    # auth); its other methods go to the webhook viewset.
-    path("api/webhooks/<str:webhook_id>", webhook_route, name="webhook-delivery"),
     path("api/", include(router.urls)),
     # Every other path under /api/ (also with a trailing slash): a JSON 404, not HTML.
     re_path(r"^api(?:/.*)?$", api_not_found),
