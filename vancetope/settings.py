@@ -352,6 +352,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "InboxKindEnum": ["OUTPUT_TEXT", "APPROVAL", "QUESTION"],
         "WorkflowTaskKindEnum": ["WORKER", "USER_INPUT", "AGGREGATE"],
+        # Memory items and settings live at the same four scopes.
+        "ScopeEnum": ["session", "project", "group", "tenant"],
     },
 }
 

@@ -45,6 +45,26 @@ def bootstrap(env: dict[str, str]) -> str:
     return token_file.read_text().strip()
 
 
+def manage_shell(env: dict[str, str], code: str, timeout: float = 120) -> str:
+    """Run `code` in `manage.py shell` as a separate OS process on the Brain's database (as
+    an engine or an operator there would); what it printed."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=ROOT,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def last_line(output: str) -> str:
+    return output.strip().splitlines()[-1]
+
+
 def post_inbox_item(
     env: dict[str, str],
     process_id: str,
@@ -60,16 +80,7 @@ def post_inbox_item(
         f"p = ThinkProcess.objects.select_related('session').get(pk={process_id[3:]}); "
         f"print(post_item(p, {kind!r}, {title!r}, {body!r}, {options!r}).public_id)"
     )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return done.stdout.strip().splitlines()[-1]
+    return last_line(manage_shell(env, code))
 
 
 class Service:

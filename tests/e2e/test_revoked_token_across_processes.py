@@ -4,15 +4,13 @@ Redis (PostgreSQL + Redis, a real Brain and Celery worker)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
 
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
 from tests.conftest import wait_until
-from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, free_port, manage_shell
 from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
 
 FINGERPRINT = {"machineId": "revoked-machine", "workingDir": "/srv/revoked"}
@@ -57,10 +55,7 @@ def test_a_token_revoked_in_another_process_closes_the_brains_socket_with_4401(
             "from vancetope.tenancy.services import revoke_token; "
             f"revoke_token(ApiToken.objects.get(key_hash=hash_token({token!r})).pk)"
         )
-        subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+        manage_shell(env, code)
         # then the Brain closes the socket as unauthenticated
         assert close_code(client.ws) == 4401
         # and the session follows its policy (cli: suspended); the token is refused over REST

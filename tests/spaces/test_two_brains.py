@@ -4,15 +4,22 @@ the final state, every refused one changed nothing, and the revisions are gaples
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import uuid
 from typing import Any
 
 import psycopg
 
-from tests.e2e.brain import ROOT, Brain, BrainSocket, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.brain import (
+    Brain,
+    BrainSocket,
+    CeleryWorker,
+    bootstrap,
+    brain_env,
+    free_port,
+    last_line,
+    manage_shell,
+)
 from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
 
 FINGERPRINT = {"machineId": "space-machine", "workingDir": "/srv/space"}
@@ -27,16 +34,7 @@ def start_space(env: dict[str, str], chat_process_id: str, children: int) -> lis
         f"p = {int(chat_process_id[3:])}; agent.start_space(p); "
         f"print(' '.join(agent.split(p, f'c{{n}}', 'go')[1].public_id for n in range({children})))"
     )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    return done.stdout.strip().splitlines()[-1].split()
+    return last_line(manage_shell(env, code, timeout=180)).split()
 
 
 def mutate(client: BrainSocket, tag: str, nodes: list[str], seen: int, log: list[Any]) -> None:

@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port, post_inbox_item
+from tests.e2e.brain import (
+    ROOT,
+    Brain,
+    bootstrap,
+    brain_env,
+    free_port,
+    last_line,
+    manage_shell,
+    post_inbox_item,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -395,14 +404,7 @@ def emit_task_tree(env: dict[str, str], process_id: str, tree: dict[str, Any]) -
         f"p = ThinkProcess.objects.get(pk={process_id[3:]}); "
         f"emit_event(p.session_id, 'task-tree', {{'processId': {process_id!r}, 'tree': {tree!r}}})"
     )
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    manage_shell(env, code)
 
 
 def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page, brain):
@@ -559,16 +561,7 @@ def create_workflow_row(env: dict[str, str], body: dict[str, Any]) -> str:
         "project = Project.objects.get(slug='default'); "
         f"print(create_workflow(None, project, json.loads({json.dumps(body)!r})).public_id)"
     )
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return done.stdout.strip().splitlines()[-1]
+    return last_line(manage_shell(env, code))
 
 
 def test_a_workflow_started_on_the_interactive_page_runs_in_its_session(page, brain):

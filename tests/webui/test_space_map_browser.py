@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,7 @@ import psycopg
 import pytest
 import yaml
 
-from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port, manage_shell
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -82,20 +80,6 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need
 expect = sync_api.expect
 
 
-def shell(env: dict[str, str], code: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=ROOT,
-        env=env,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
 @pytest.fixture(scope="module")
 def services() -> Iterator[dict[str, str]]:
     """PostgreSQL and Redis for the Brain when the run has them: a throwaway database on the
@@ -126,7 +110,7 @@ def brain(tmp_path_factory: pytest.TempPathFactory, services: dict[str, str]) ->
     script.write_text(yaml.safe_dump(RULES))
     env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script), **services)
     bootstrap(env)
-    shell(
+    manage_shell(
         env,
         "from django.contrib.auth import get_user_model; "
         "user = get_user_model().objects.get(username='local'); "
@@ -172,7 +156,9 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     machine = page.evaluate("localStorage.getItem('vancetope.browser')")
-    made = json.loads(shell(brain.env, f"MACHINE = {machine!r}\n" + SETUP).strip().splitlines()[-1])
+    made = json.loads(
+        manage_shell(brain.env, f"MACHINE = {machine!r}\n" + SETUP).strip().splitlines()[-1]
+    )
     # when: the tab resumes the root's session
     page.evaluate(
         "([key, id]) => sessionStorage.setItem(key, JSON.stringify({sessionId: id}))",
