@@ -190,3 +190,21 @@ def test_a_group_item_sits_between_the_project_and_the_tenant(alice: Tenancy) ->
     # then
     assert (found["scope"], found["item"]["content"]) == ("group", "Danish")
     assert group_item["scopeId"] == f"grp_{group.pk}"
+
+
+def test_a_person_in_one_project_may_leave_out_its_id_and_a_missing_session_id_is_a_400(
+    alice: Tenancy,
+) -> None:
+    # when a project item is written without naming the caller's only project
+    item = write(alice, "project", "", "Dutch")
+    # then it lives in that project
+    assert item["scope"] == "project"
+    assert item["scopeId"] == alice.project_id
+    # and a session item without its session is refused naming the field, writing nothing
+    before = MemoryItem.objects.count()
+    answer = alice.api().post(
+        "/api/memory", {"scope": "session", "key": "lang", "content": "Welsh"}, format="json"
+    )
+    assert answer.status_code == 400
+    assert answer.json()["message"].startswith("scopeId: required for scope session")
+    assert MemoryItem.objects.count() == before

@@ -175,6 +175,14 @@ def person_target(user: AnyUser, scope: str, scope_id: str) -> Target:
         wanted = Scope(scope)
     except ValueError:
         raise BadRequest(f"scope must be one of {', '.join(Scope.values)}") from None
+    if not scope_id and wanted == Scope.PROJECT:
+        # As for the tenant: a person in exactly one project need not name it.
+        only = list(visible_projects(user)[:2])
+        if len(only) == 1:
+            return Target(wanted, only[0].tenant, project=only[0])
+    if not scope_id and wanted != Scope.TENANT:
+        example = {"session": "sess_…", "project": "proj_…", "group": "grp_…"}[wanted]
+        raise BadRequest(f"scopeId: required for scope {wanted} (a {example} id)")
     if wanted == Scope.SESSION:
         ref = find_session(user, scope_id)
         project = Project.objects.select_related("tenant", "group").get(pk=ref.project_id)
