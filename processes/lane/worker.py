@@ -66,23 +66,38 @@ class InProcessWorker:
 
 
 _worker: InProcessWorker | None = None
+# The worker being shut down: while its running turns finish, a wake or a child's start they
+# make goes to it (and is refused, to be picked up by recovery), not to a new pool that nobody
+# would shut down.
+_closing: InProcessWorker | None = None
 _worker_lock = threading.Lock()
 
 
 def get_worker() -> InProcessWorker:
     global _worker
     with _worker_lock:
+        if _closing is not None:
+            return _closing
         if _worker is None or _worker.stopping.is_set():
             _worker = InProcessWorker(settings.VANCETOPE_INPROCESS_WORKER_THREADS)
         return _worker
 
 
 def shutdown_worker(wait: bool = True) -> None:
-    global _worker
+    """Stop the pool taking work; with `wait`, return once its running turns are over (no
+    thread of it touches the database afterwards)."""
+    global _worker, _closing
     with _worker_lock:
         worker, _worker = _worker, None
-    if worker is not None:
+        if worker is None:
+            return
+        _closing = worker
+        worker.stopping.set()
+    try:
         worker.shutdown(wait=wait)
+    finally:
+        with _worker_lock:
+            _closing = None
 
 
 # Set when the hosting process (a Celery worker, the Brain) begins a warm shutdown.
