@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,23 @@ def brain_env(var_dir: Path, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in RUNTIME_VARIABLES}
     env.update(VANCETOPE_VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **extra)
     return env
+
+
+def distributed_env(
+    var_dir: Path, database_url: str, name: str, **extra: str
+) -> tuple[dict[str, str], str]:
+    """The environment of a distributed Brain and its Celery worker on `database_url` and the
+    run's Redis, with a task queue and channel prefix of their own; (env, that queue)."""
+    queue = f"vt-{name}-{uuid.uuid4().hex[:8]}"
+    env = brain_env(
+        var_dir,
+        DATABASE_URL=database_url,
+        REDIS_URL=os.environ["REDIS_URL"],
+        VANCETOPE_TASK_QUEUE=queue,
+        VANCETOPE_CHANNEL_PREFIX=queue,
+        **extra,
+    )
+    return env, queue
 
 
 def bootstrap(env: dict[str, str]) -> str:

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, distributed_env, free_port
 from tests.support.openai_stub import OpenAIStubServer
 
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
@@ -89,14 +89,7 @@ def scratch_database():
 
 @needs_services
 def test_distributed_brain_with_a_separate_celery_worker_answers_chat(tmp_path, scratch_database):
-    queue = f"vt-e2e-{uuid.uuid4().hex[:8]}"
-    env = brain_env(
-        tmp_path,
-        DATABASE_URL=scratch_database,
-        REDIS_URL=os.environ["REDIS_URL"],
-        VANCETOPE_TASK_QUEUE=queue,
-        VANCETOPE_CHANNEL_PREFIX=queue,
-    )
+    env, queue = distributed_env(tmp_path, scratch_database, "e2e")
     token = bootstrap(env)
     worker = CeleryWorker(env, queue)
     brain = Brain(env, free_port())

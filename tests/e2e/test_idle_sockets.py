@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
-import uuid
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, CeleryWorker, bootstrap, distributed_env, free_port
 from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
 
 SOCKETS = 50
@@ -65,14 +63,7 @@ def test_fifty_idle_sockets_stay_open_for_a_minute_and_suspend_their_sessions_on
     scratch_database,  # noqa: F811
 ):
     # given a distributed Brain and worker on PostgreSQL + Redis
-    queue = f"vt-idle-{uuid.uuid4().hex[:8]}"
-    env = brain_env(
-        tmp_path,
-        DATABASE_URL=scratch_database,
-        REDIS_URL=os.environ["REDIS_URL"],
-        VANCETOPE_TASK_QUEUE=queue,
-        VANCETOPE_CHANNEL_PREFIX=queue,
-    )
+    env, queue = distributed_env(tmp_path, scratch_database, "idle")
     token = bootstrap(env)
     worker = CeleryWorker(env, queue)
     brain = Brain(env, free_port())

@@ -3,14 +3,18 @@ Redis (PostgreSQL + Redis, a real Brain and Celery worker)."""
 
 from __future__ import annotations
 
-import os
-import uuid
-
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, free_port, manage_shell
+from tests.e2e.brain import (
+    Brain,
+    CeleryWorker,
+    bootstrap,
+    distributed_env,
+    free_port,
+    manage_shell,
+)
 from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
 
 FINGERPRINT = {"machineId": "revoked-machine", "workingDir": "/srv/revoked"}
@@ -31,14 +35,7 @@ def test_a_token_revoked_in_another_process_closes_the_brains_socket_with_4401(
     scratch_database,  # noqa: F811
 ):
     # given a distributed Brain holding a cli session on a socket opened with the token
-    queue = f"vt-revoke-{uuid.uuid4().hex[:8]}"
-    env = brain_env(
-        tmp_path,
-        DATABASE_URL=scratch_database,
-        REDIS_URL=os.environ["REDIS_URL"],
-        VANCETOPE_TASK_QUEUE=queue,
-        VANCETOPE_CHANNEL_PREFIX=queue,
-    )
+    env, queue = distributed_env(tmp_path, scratch_database, "revoke")
     token = bootstrap(env)
     worker = CeleryWorker(env, queue)
     brain = Brain(env, free_port())

@@ -3,9 +3,7 @@ the final state, every refused one changed nothing, and the revisions are gaples
 
 from __future__ import annotations
 
-import os
 import threading
-import uuid
 from typing import Any
 
 import psycopg
@@ -15,7 +13,7 @@ from tests.e2e.brain import (
     BrainSocket,
     CeleryWorker,
     bootstrap,
-    brain_env,
+    distributed_env,
     free_port,
     last_line,
     manage_shell,
@@ -62,14 +60,8 @@ def test_two_brains_mutating_one_space_keep_every_accepted_change_and_no_refused
     scratch_database,  # noqa: F811
 ):
     # given two distributed Brains on one database and a space of four root children
-    queue = f"vt-spaces-{uuid.uuid4().hex[:8]}"
-    env = brain_env(
-        tmp_path,
-        DATABASE_URL=scratch_database,
-        REDIS_URL=os.environ["REDIS_URL"],
-        VANCETOPE_TASK_QUEUE=queue,
-        VANCETOPE_CHANNEL_PREFIX=queue,
-        VANCETOPE_SPACE_MAX_CHILDREN="40",
+    env, queue = distributed_env(
+        tmp_path, scratch_database, "spaces", VANCETOPE_SPACE_MAX_CHILDREN="40"
     )
     token = bootstrap(env)
     worker = CeleryWorker(env, queue)
