@@ -183,3 +183,102 @@ class VectorClock(models.Model):
 
     def __str__(self) -> str:
         return f"vector clock {self.value}"
+
+
+class EdgeType(models.TextChoices):
+    """What an edge says of its two ends (from → to)."""
+
+    SUPPORTS = "supports"  # from backs up to
+    CONTRADICTS = "contradicts"  # from and to cannot both hold
+    DERIVED_FROM = "derived_from"  # from was made out of to
+    MENTIONS = "mentions"  # from names what to is about
+
+
+class EdgeAuthor(models.TextChoices):
+    """Who made an edge (its provenance)."""
+
+    LINKER = "linker"  # a brain-linker run (created_by_id: its run_ id)
+    PROCESS = "process"  # a think process (created_by_id: its tp_ id)
+    USER = "user"  # a person (created_by_id: their user name)
+
+
+class KnowledgeEdge(models.Model):
+    """A typed, weighted edge of the knowledge graph between two memory items or document
+    chunks (each end is exactly one of item, chunk). Never deleted by engines or the linker:
+    an edge that no longer holds gets `valid_to` (and why). Deleting a document, which a person
+    does, deletes the edges of its chunks with them."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    type = models.CharField(max_length=12, choices=EdgeType.choices)
+    from_item = models.ForeignKey(
+        MemoryItem, on_delete=models.CASCADE, null=True, blank=True, related_name="edges_out"
+    )
+    from_chunk = models.ForeignKey(
+        DocumentChunk, on_delete=models.CASCADE, null=True, blank=True, related_name="edges_out"
+    )
+    to_item = models.ForeignKey(
+        MemoryItem, on_delete=models.CASCADE, null=True, blank=True, related_name="edges_in"
+    )
+    to_chunk = models.ForeignKey(
+        DocumentChunk, on_delete=models.CASCADE, null=True, blank=True, related_name="edges_in"
+    )
+    confidence = models.FloatField()
+    reasoning = models.TextField(blank=True)
+    created_by_kind = models.CharField(max_length=8, choices=EdgeAuthor.choices)
+    created_by_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    invalidated_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["tenant", "type"], name="memory_edge_type"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(from_item__isnull=False, from_chunk__isnull=True)
+                    | models.Q(from_item__isnull=True, from_chunk__isnull=False)
+                ),
+                name="edge_one_from",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(to_item__isnull=False, to_chunk__isnull=True)
+                    | models.Q(to_item__isnull=True, to_chunk__isnull=False)
+                ),
+                name="edge_one_to",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0.0, confidence__lte=1.0),
+                name="edge_confidence_0_1",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} {self.from_id} {self.type} {self.to_id}"
+
+    @property
+    def public_id(self) -> str:
+        return f"edge_{self.pk}"
+
+    @property
+    def from_id(self) -> str:
+        return node_id(self.from_item_id, self.from_chunk)
+
+    @property
+    def to_id(self) -> str:
+        return node_id(self.to_item_id, self.to_chunk)
+
+
+def chunk_node_id(document_id: int, index: int) -> str:
+    """A document chunk as a node of the graph: `doc_<document>:<chunk index>`."""
+    return f"doc_{document_id}:{index}"
+
+
+def node_id(item_id: int | None, chunk: DocumentChunk | None) -> str:
+    if item_id is not None:
+        return f"mem_{item_id}"
+    assert chunk is not None
+    return chunk_node_id(chunk.document_id, chunk.index)
