@@ -7,8 +7,13 @@ the run log costs the turn one statement and no transaction of its own: a run of
 chat turn) is INSERTed already finished by the commit that ends it; a run of several turns is
 INSERTed `running` by its first commit and UPDATEd in place by the one that ends it. Its
 record is the process's own transitions and turns (RunTransition rows are for system runs,
-whose status changes after the fact); a person's run sends no `run` event either, as their
-session sees the process move already.
+whose status changes after the fact).
+
+Its `run` event (PROTOCOL: a run of this user started or finished) goes to every open session
+of the person: the run's own session stores it with the turn's other events, in the same
+statement; the write returns the run's id and its project (RETURNING), so the event costs the
+turn one statement, the SELECT of the person's open sessions. A run of one turn is announced
+once, finished; a longer one when it starts and when it ends.
 
 Children of a person's process have no run of their own: what a child spends (turns, tokens,
 LLM calls) is added to the latest run of its root process when the child's wake ends, so the
@@ -29,7 +34,7 @@ from processes.queries import session_facts
 from processes.states import CloseReason, Status
 from sessions_app.models import HUMAN_CLIENT_TYPES
 from sessions_app.protocol.outbound import Event
-from triggers import transitions
+from triggers import run_events, transitions
 from triggers.models import RunLog, RunStatus, TriggerType
 from vancetope.infra import fastsql
 
@@ -64,12 +69,13 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
     if process.parent_id is not None:
         _add_to_root_run(process, wake)
         return []
-    stored = STORED in wake.stored
+    stored = wake.stored.get(STORED)
     if status == Status.RUNNING:
-        if not stored:
-            _insert(wake, facts, RunStatus.RUNNING, {})
-            wake.stored[STORED] = 1
-        return []
+        if stored:
+            return []
+        run, slug = _insert(wake, facts, RunStatus.RUNNING, {})
+        wake.stored[STORED] = run.pk
+        return run_events.person_run_events(run, slug, process.session_id)
     to_status, changes = outcome(process, status, reason)
     changes.update(
         tasks_executed=wake.turns,
@@ -78,13 +84,14 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         finished_at=timezone.now(),
     )
     if not stored:
-        _insert(wake, facts, to_status, changes)
+        run, slug = _insert(wake, facts, to_status, changes)
     else:
-        changes["notifications_sent"] = F("notifications_sent") + _unstored_notices.pop(
-            process.pk, 0
-        )
-        transitions.rest(_stored_run(wake), to_status, changes)
-    return []
+        changes["notifications_sent"] = fastsql.Add(_unstored_notices.pop(process.pk, 0))
+        rested = transitions.rest(stored, to_status, changes)
+        if rested is None:
+            return []
+        run, slug = rested
+    return run_events.person_run_events(run, slug, process.session_id)
 
 
 def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus, dict[str, Any]]:
@@ -100,10 +107,12 @@ def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus,
     return RunStatus.COMPLETED, {}
 
 
-def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) -> None:
-    """One INSERT, without RETURNING (a wake finds its run again by its process and start)
-    and without a RunLog instance (fastsql.insert_values: the columns it leaves out get the
-    model's defaults)."""
+def _insert(
+    wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]
+) -> tuple[RunLog, str]:
+    """One INSERT without a RunLog instance (fastsql.insert_values: the columns it leaves out
+    get the model's defaults), returning the run's id and its project's slug: the run (an
+    unsaved copy with that id, for its event) and the slug."""
     process = wake.process
     run = {
         "owner_id": facts.owner_id,
@@ -117,16 +126,11 @@ def _insert(wake: Wake, facts: Any, status: RunStatus, changes: dict[str, Any]) 
         "notifications_sent": _unstored_notices.pop(process.pk, 0),
         **changes,
     }
-    fastsql.insert_values(RunLog, [transitions.store(run, status)])
-
-
-def _stored_run(wake: Wake) -> dict[str, Any]:
-    """The run this wake stored `running` (the process has one wake at a time)."""
-    return {
-        "process_id": wake.process.pk,
-        "trigger_type": TriggerType.USER,
-        "started_at": wake.started_at,
-    }
+    returning = f"{{id}}, {transitions.project_slug_sql()}"
+    [(pk, slug)] = fastsql.insert_values(
+        RunLog, [transitions.store(run, status)], returning=returning
+    )
+    return RunLog(pk=pk, **run), slug
 
 
 def _add_to_root_run(process: ThinkProcess, wake: Wake) -> None:

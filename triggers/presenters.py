@@ -7,10 +7,11 @@ from typing import Any
 
 from processes.presenters import iso
 from triggers.models import CronFiring, CronJob, Notification, RunLog, Workflow
+from vancetope.tenancy.models import Project
 
 
-def run_data(run: RunLog) -> dict[str, Any]:
-    """Read with its project (`runs.visible_runs` selects it)."""
+def run_data(run: RunLog, project_slug: str | None = None) -> dict[str, Any]:
+    """Read with its project (`runs.visible_runs` selects it), or given its project's slug."""
     trigger: dict[str, Any] = {"type": run.trigger_type}
     for key, value in (
         ("cronId", run.cron_id),
@@ -25,7 +26,12 @@ def run_data(run: RunLog) -> dict[str, Any]:
         "sessionId": f"sess_{run.session_id}" if run.session_id else None,
         "clientType": run.client_type,
         "trigger": trigger,
-        "scope": {"projectId": run.project.public_id, "processId": run.process_public_id or None},
+        "scope": {
+            "projectId": Project.public_id_of(project_slug)
+            if project_slug
+            else run.project.public_id,
+            "processId": run.process_public_id or None,
+        },
         "startedAt": iso(run.started_at),
         "finishedAt": iso(run.finished_at),
         "status": run.status,

@@ -8,7 +8,7 @@ from typing import Any
 
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
-from sessions_app.protocol.outbound import RunEvent
+from sessions_app.protocol.outbound import Event, RunEvent
 from sessions_app.protocol.outbound import event as build_event
 from triggers.models import RunLog
 from triggers.presenters import run_data
@@ -31,6 +31,23 @@ def announcer(owner_id: int) -> Callable[[RunLog], None]:
         _announce_to(found[0], run)
 
     return announce_once
+
+
+def person_run_events(run: RunLog, project_slug: str, session_id: int) -> list[Event]:
+    """The `run` event of a person's run (triggers/human_runs.py), as its process's turn
+    commits: stored for the owner's other open sessions here, and answered for the run's own
+    session, whose events the turn stores in one statement with its own."""
+    owned = _open_sessions(run.owner_id)
+    if not owned:
+        return []
+    data = build_event(RunEvent.model_validate({"run": run_data(run, project_slug)}))
+    own = False
+    for (open_id,) in sorted(owned):
+        if open_id == session_id:
+            own = True
+        else:
+            emit_event(open_id, *data)
+    return [data] if own else []
 
 
 def _open_sessions(owner_id: int) -> list[Any]:

@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from triggers.models import RunLog, RunStatus, RunTransition
 from vancetope.infra import fastsql
+from vancetope.tenancy.models import Project
 
 FINISHED = frozenset(
     {RunStatus.COMPLETED, RunStatus.COMPLETED_PARTIAL, RunStatus.BLOCKED, RunStatus.FAILED}
@@ -97,10 +98,23 @@ def store(run: dict[str, Any], status: RunStatus) -> dict[str, Any]:
     return run
 
 
-def rest(which: dict[str, Any], to_status: RunStatus, changes: dict[str, Any]) -> bool:
-    """A person's run (the one `which` names), running → `to_status`, in place (inside the
-    lane's commit)."""
+def rest(run_pk: int, to_status: RunStatus, changes: dict[str, Any]) -> tuple[RunLog, str] | None:
+    """A person's run, running → `to_status`, in place (inside the lane's commit): the run as
+    it is now and its project's slug (its `run` event names the project), or None when it was
+    not running. One statement."""
     assert to_status in FINISHED
     written = {**changes, "status": to_status}
-    running = RunLog.objects.filter(**which, status=RunStatus.RUNNING)
-    return running.update(**written) == 1
+    where = "{id} = %s AND {status} = %s"
+    also = [("project_slug", project_slug_sql())]
+    found = fastsql.update_returning(RunLog, where, [run_pk, RunStatus.RUNNING], written, also=also)
+    if not found:
+        return None
+    run = found[0]
+    return run, run.__dict__.pop("project_slug")
+
+
+def project_slug_sql() -> str:
+    """The slug of a run's project, as a scalar subquery beside a statement about the run's
+    row (a person's run's `run` event names its project)."""
+    slug = fastsql.sql(Project, "(SELECT {slug} FROM {table} WHERE {id} = ")
+    return f"{slug}{fastsql.table(RunLog)}.{fastsql.col(RunLog, 'project')})"

@@ -265,6 +265,22 @@ class EventPrinter:
         level = str(data.get("level") or "info")
         self.line(Text(f"! {data.get('text', '')}", style=LEVEL_STYLES.get(level, "")))
 
+    def on_run(self, data: dict[str, Any]) -> None:
+        """A run of this person started or finished. Their own runs (trigger `user`: each
+        wake of a process they chat with) show only what process-status does not: a failure.
+        A system run (cron, webhook, workflow, brain linker) is one line."""
+        run = data.get("run") or {}
+        trigger = (run.get("trigger") or {}).get("type")
+        status = run.get("status")
+        if trigger == "user" and status != "failed":
+            return
+        line = Text(f"· {run.get('id')} {trigger} {status}", style="dim")
+        if status not in (None, "running"):
+            line.append(f"  {run.get('tasksExecuted', 0)} tasks, {run.get('tokensUsed', 0)} tokens")
+        if run.get("error"):
+            line.append(f"  {run['error']}", style="red")
+        self.line(line)
+
     def on_session_status(self, data: dict[str, Any]) -> None:
         self.line(Text(f"· session {data.get('status')}", style="dim"))
 

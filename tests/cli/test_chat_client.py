@@ -307,3 +307,21 @@ async def test_an_answer_that_reached_no_process_says_why(client):
     item = {**ITEM, "status": "ANSWERED", "originDelivered": False, "originNote": "tp_4 is CLOSED"}
     chat.printer.line(answered_text({"item": item, "delivered": False}))
     assert "answered inb_3, but not delivered: tp_4 is CLOSED" in output.getvalue()
+
+
+async def test_a_persons_own_runs_stay_quiet_and_system_runs_show_in_one_line(client):
+    chat, output, _ = client()
+
+    def run(seq: int, **fields: object) -> dict[str, object]:
+        data = {"tasksExecuted": 3, "tokensUsed": 120, "error": None, **fields}
+        return event(seq, "run", run=data)
+
+    # a chat turn's run, finished as usual: the process-status line says enough
+    chat._dispatch(run(1, id="run_1", trigger={"type": "user"}, status="completed"))
+    assert "run_1" not in output.getvalue()
+    # a cron job's run, and a run of hers that failed, are one line each
+    chat._dispatch(run(2, id="run_2", trigger={"type": "cron"}, status="completed_partial"))
+    chat._dispatch(run(3, id="run_3", trigger={"type": "user"}, status="failed", error="boom"))
+    lines = output.getvalue().splitlines()
+    assert any("run_2 cron completed_partial  3 tasks, 120 tokens" in line for line in lines)
+    assert any("run_3 user failed" in line and "boom" in line for line in lines)

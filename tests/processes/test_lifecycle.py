@@ -76,11 +76,12 @@ def test_chat_message_is_answered_and_stored_in_the_conversation(alice):
     )
     # the two words streamed at once are joined into one delta
     assert "".join(data["text"] for event, data in events if event == "chat-delta") == "echo: hello"
-    assert [event for event, _ in events][-4:] == [
+    assert [event for event, _ in events][-5:] == [
         "chat-message",
         "chat-delta",
         "chat-message",
         "process-status",
+        "run",  # the turn was a run of alice's, finished
     ]
     process = ThinkProcess.objects.get(pk=session.chat_process_id)
     assert process.prompt_tokens > 0
@@ -123,8 +124,9 @@ def test_a_fast_stream_is_joined_into_few_deltas(alice, tmp_path, settings):
     events = list(SessionEvent.objects.filter(session=session).order_by("seq"))
     names = [event.event for event in events]
     assert names.index("chat-delta") < len(names) - 2
-    assert events[-2].event == "chat-message"
-    assert events[-2].data["text"] == reply
+    # (then the process goes IDLE, and its run is announced finished)
+    assert [event.event for event in events[-3:]] == ["chat-message", "process-status", "run"]
+    assert events[-3].data["text"] == reply
 
 
 def test_event_seq_grows_by_one_without_gaps(alice):

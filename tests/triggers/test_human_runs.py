@@ -12,7 +12,7 @@ from processes.actions import steer
 from processes.lane.driver import drive_lane
 from processes.models import ThinkProcess
 from processes.states import Status
-from sessions_app.models import Session
+from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session as open_service_session
 from tests.conftest import wait_until
 from tests.sessions_app.test_consumer import bearer, connect, open_session
@@ -60,6 +60,36 @@ async def test_a_chat_turn_over_the_websocket_is_one_completed_user_run_with_its
     await client.ws.disconnect()
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.asyncio
+async def test_a_persons_run_is_announced_to_each_of_their_open_sessions_once_finished(alice):
+    # given alice with two open sessions: the cli she chats in and another (a web page's)
+    chatting = await connect(bearer(alice))
+    created = await open_session(chatting, alice)
+    watching = await connect(bearer(alice))
+    other = await open_session(watching, alice)
+    assert other["session"]["id"] != created["session"]["id"]
+    # when she chats once
+    await chatting.request("chat", {"text": "hello"})
+    # then both sessions hear of her run, finished, as REST shows it
+    heard = await chatting.event("run")
+    seen = await watching.event("run")
+    listed = await database_sync_to_async(alice.api().get)("/api/runs?trigger=user")
+    [shown] = listed.json()["results"]
+    assert heard["data"]["run"] == seen["data"]["run"] == shown
+    assert shown["status"] == "completed"
+    assert shown["scope"]["processId"] == created["chatProcessId"]
+    assert shown["scope"]["projectId"] == alice.project_id
+    # and a run of one turn is announced once: as it finished, after the answer
+    await chatting.event("process-status", processId=created["chatProcessId"], status="IDLE")
+    runs = [frame for frame in chatting.events if frame["event"] == "run"]
+    assert len(runs) == 1
+    answer = await chatting.event("chat-message", role="assistant")
+    assert answer["seq"] < heard["seq"]
+    await chatting.ws.disconnect()
+    await watching.ws.disconnect()
+
+
 def chat_process_of(session: Session) -> int:
     assert session.chat_process_id is not None
     return session.chat_process_id
@@ -91,6 +121,17 @@ def test_one_wake_over_several_messages_is_one_run_stored_running_then_finished(
     assert (run.status, run.tasks_executed, run.llm_calls) == (RunStatus.COMPLETED, 3, 3)
     process = ThinkProcess.objects.get(pk=chat_id)
     assert run.tokens_used == process.prompt_tokens + process.completion_tokens
+    # and its session heard of it twice: when it started and when it ended
+    announced = [
+        event.data["run"]
+        for event in SessionEvent.objects.filter(session=session, event="run").order_by("seq")
+    ]
+    assert [(shown["id"], shown["status"]) for shown in announced] == [
+        (run.public_id, "running"),
+        (run.public_id, "completed"),
+    ]
+    assert announced[1]["tasksExecuted"] == 3
+    assert announced[1]["tokensUsed"] == run.tokens_used
     # and the next message is the next run
     steer.send_chat(session.pk, "four")
     assert drive_lane(chat_id) == 1

@@ -299,7 +299,7 @@ _insert_values: dict[tuple[Any, ...], _InsertValues] = {}
 
 
 def _build_insert_values(
-    db: Any, model: type[Model], names: tuple[str, ...], count: int
+    db: Any, model: type[Model], names: tuple[str, ...], count: int, returning: str
 ) -> _InsertValues:
     meta = model._meta
     named: tuple[Any, ...] = tuple(meta.get_field(name) for name in names)
@@ -319,23 +319,31 @@ def _build_insert_values(
     columns = ", ".join(_quote(field.column) for field in (*named, *left_out))
     row = "(" + ", ".join(["%s"] * (len(named) + len(left_out))) + ")"
     statement = f"INSERT INTO {table(model)} ({columns}) VALUES {', '.join([row] * count)}"
+    if returning:
+        statement += f" RETURNING {_render(model, returning)}"
     return _InsertValues(statement, named, tuple(omitted))
 
 
-def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
+def insert_values(
+    model: type[Model], rows: Sequence[dict[str, Any]], *, returning: str = ""
+) -> list[list[Any]]:
     """INSERT rows given as field name (or attname) → value, every row naming the same fields,
     in one statement and without model instances: a field the rows leave out gets its model
     default, as `Model()` gives it (a constant default is adapted once, when the statement is
     built). For a wide model written on the turn path (a person's run log), where building the
-    instance and adapting each default cost more than running the statement."""
+    instance and adapting each default cost more than running the statement.
+
+    `returning`: what the statement returns of each row, as SQL (`{field}` names the model's
+    columns; a scalar subquery about another table, named with `sql()`, rides along), fetched
+    as it comes from the driver; without it nothing is returned."""
     if not rows:
-        return
+        return []
     db = _db()
     names = tuple(rows[0])
-    key = (db.vendor, model, names, len(rows))
+    key = (db.vendor, model, names, len(rows), returning)
     found = _insert_values.get(key)
     if found is None:
-        found = _build_insert_values(db, model, names, len(rows))
+        found = _build_insert_values(db, model, names, len(rows), returning)
         with _lock:
             _insert_values[key] = found
     params: list[Any] = []
@@ -347,7 +355,8 @@ def insert_values(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
             item.value if item.field is None else adapt(item.field, item.field.get_default(), db)
             for item in found.omitted
         ]
-    _execute(db, found.sql, params)
+    cursor = _execute(db, found.sql, params)
+    return [list(row) for row in cursor.fetchall()] if returning else []
 
 
 def update(model: type[Model], where: str, params: Sequence[Any], changes: dict[str, Any]) -> int:

@@ -63,7 +63,11 @@ class Project(models.Model):
 
     @property
     def public_id(self) -> str:
-        return f"proj_{self.slug}"
+        return self.public_id_of(self.slug)
+
+    @staticmethod
+    def public_id_of(slug: str) -> str:
+        return f"proj_{slug}"
 
 
 class Role(models.TextChoices):

@@ -273,6 +273,13 @@
       case "notification":
         logEvent((data.level ? data.level + ": " : "") + data.text);
         break;
+      case "run": {
+        // A run of this person started or finished (their own chat turns too).
+        const run = data.run || {};
+        const trigger = (run.trigger || {}).type;
+        logEvent(run.id + " " + trigger + " " + run.status + (run.error ? ": " + run.error : ""));
+        break;
+      }
       case "session-status":
         logEvent("session " + data.status);
         // A reload's old socket may be let go just after the new one resumed the session:
