@@ -13,6 +13,7 @@ from django.utils import timezone
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from sessions_app.models import Session, SessionEvent
 from tests.conftest import open_session
+from triggers import transitions
 from triggers.models import RunLog, RunStatus, TriggerType
 from vancetope.infra import fastsql
 
@@ -270,6 +271,28 @@ def test_insert_values_stores_the_row_the_orm_stores_from_the_same_fields(alice)
     assert first.blocked_reasons == []
     assert (first.error, first.workflow_id) == ("", None)
     assert (second.tasks_executed, second.status) == (2, "completed")
+
+
+def test_insert_values_returns_what_returning_names_with_a_subquery_about_another_table(alice):
+    # given: two rows of a run log, and its project's slug as a subquery beside its id
+    session = open_session(alice)
+    named = {
+        "owner_id": session.owner_id,
+        "project_id": session.project_id,
+        "client_type": "cli",
+        "trigger_type": TriggerType.USER,
+        "started_at": timezone.now(),
+        "status": RunStatus.RUNNING,
+    }
+    slug = f"{{id}}, {transitions.project_slug_sql()}"
+    # when
+    returned = fastsql.insert_values(RunLog, [named, named], returning=slug)
+    # then: each row's own id, in order, and the slug of its project
+    stored = list(RunLog.objects.order_by("pk").values_list("pk", flat=True))
+    assert [pk for pk, _ in returned] == stored
+    assert {found for _, found in returned} == {session.project.slug}
+    # and without `returning` nothing is fetched
+    assert fastsql.insert_values(RunLog, [named]) == []
 
 
 def test_insert_values_refuses_to_leave_out_a_field_set_on_save():
