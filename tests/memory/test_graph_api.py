@@ -235,6 +235,7 @@ def test_another_tenant_sees_no_node_and_no_edge(alice: Tenancy, bob: Tenancy, w
     # when / then
     assert api.get("/api/knowledge/edges").json()["count"] == 0
     assert api.get(f"/api/knowledge/nodes/{world['leave']}").status_code == 404
+    assert api.get(f"/api/knowledge/edges/{edge}").status_code == 404
     assert api.get(f"/api/knowledge/nodes/{world['holidays']}").status_code == 404
     assert api.get("/api/knowledge/edges", {"node": world["leave"]}).status_code == 404
     assert api.post(f"/api/knowledge/edges/{edge}/invalidate", {}, format="json").status_code == (
@@ -337,6 +338,7 @@ def test_invalidating_keeps_the_row_and_hides_it_by_default(alice: Tenancy, worl
     everything = api.get("/api/knowledge/edges", {"includeInvalid": "true"}).json()
     shown = {row["id"]: row for row in everything["results"]}
     assert shown[edge]["validTo"] == answer.json()["validTo"]
+    assert api.get(f"/api/knowledge/edges/{edge}").json() == answer.json()
     node = api.get(f"/api/knowledge/nodes/{world['receipts']}").json()
     assert "mentions" not in {row["type"] for row in node["edges"]}
     node = api.get(f"/api/knowledge/nodes/{world['receipts']}", {"includeInvalid": "true"}).json()

@@ -318,6 +318,14 @@ class KnowledgeEdgeViewSet(viewsets.ViewSet):
         return Response(edge_data(edge), status=201 if created else 200)
 
     @extend_schema(
+        operation_id="knowledge_edges_retrieve",
+        responses={200: KnowledgeEdgeObject, **errors(401, 404)},
+    )
+    def retrieve(self, request: Request, edge_id: str) -> Response:
+        """One edge, valid or not, if the caller sees both of its ends."""
+        return Response(edge_data(graph.get_visible_edge(person_reach(request.user), edge_id)))
+
+    @extend_schema(
         operation_id="knowledge_edges_invalidate",
         request=InvalidateInput,
         responses={200: KnowledgeEdgeObject, **errors(400, 401, 404, 409)},
