@@ -73,6 +73,10 @@
     }
     const rows = body.results.map(documentRow);
     if (!rows.length) rows.push(element("tr", { class: "empty" }, [element("td", { colspan: "7", class: "hint", text: "No documents yet." })]));
+    if (body.count > body.results.length) {
+      const more = body.count - body.results.length;
+      rows.push(element("tr", { class: "empty" }, [element("td", { colspan: "7", class: "hint", text: "…and " + more + " older ones (GET /api/documents lists them all)." })]));
+    }
     list.replaceChildren(...rows);
     list.dataset.count = String(body.results.length);
   }
@@ -137,6 +141,7 @@
   const invalidToggle = document.getElementById("graph-invalid");
   const filters = [...document.querySelectorAll("#graph-filters input[name=type]")];
   let edges = [];
+  let truncated = false; // more edges than MAX_EDGES: the newest are drawn
   let selectedId = null;
 
   function wanted() {
@@ -149,7 +154,7 @@
     window.GraphView.draw(map, edges, shown, selectedId, select);
     const drawn = edges.filter(shown).length;
     const nodes = window.GraphView.nodesOf(edges).length;
-    count.textContent = nodes + " nodes · " + drawn + " of " + edges.length + " edges";
+    count.textContent = nodes + " nodes · " + drawn + " of " + edges.length + " edges" + (truncated ? " (the newest " + MAX_EDGES + ")" : "");
     map.dataset.nodes = String(nodes);
     map.dataset.edges = String(drawn);
   }
@@ -168,7 +173,8 @@
       found.push(...body.results);
       url = body.next;
     }
-    edges = found;
+    edges = found.slice(0, MAX_EDGES);
+    truncated = Boolean(url) || found.length > MAX_EDGES;
     if (selectedId && !window.GraphView.nodesOf(edges).includes(selectedId)) selectedId = null;
     redraw();
     map.dataset.loaded = "true";
