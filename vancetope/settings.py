@@ -354,6 +354,10 @@ SPECTACULAR_SETTINGS = {
         "WorkflowTaskKindEnum": ["WORKER", "USER_INPUT", "AGGREGATE"],
         # Memory items and settings live at the same four scopes.
         "ScopeEnum": ["session", "project", "group", "tenant"],
+        # The knowledge graph (vancetope/memory/presenters.py): a node's kind, an edge's author.
+        "KnowledgeNodeKindEnum": ["item", "chunk"],
+        "EdgeAuthorKindEnum": ["linker", "process", "user"],
+        "KnowledgeEdgeTypeEnum": ["supports", "contradicts", "derived_from", "mentions"],
     },
 }
 

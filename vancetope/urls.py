@@ -17,7 +17,12 @@ from triggers.webhook_api import WebhookViewSet
 from vancetope.api import api_not_found
 from vancetope.config.api import SettingViewSet
 from vancetope.health import Healthz
-from vancetope.memory.api import DocumentViewSet, MemoryViewSet
+from vancetope.memory.api import (
+    DocumentViewSet,
+    KnowledgeEdgeViewSet,
+    KnowledgeNodeViewSet,
+    MemoryViewSet,
+)
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -35,6 +40,8 @@ router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register("settings", SettingViewSet, basename="setting")
 router.register("memory", MemoryViewSet, basename="memory")
 router.register("documents", DocumentViewSet, basename="document")
+router.register("knowledge/edges", KnowledgeEdgeViewSet, basename="knowledge-edge")
+router.register("knowledge/nodes", KnowledgeNodeViewSet, basename="knowledge-node")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -1,5 +1,5 @@
-"""The web UI: login, the dashboard (REST, no session), the inbox and the interactive mode
-(WebSocket)."""
+"""The web UI: login, the dashboard (REST, no session), the inbox, the memory page (documents
+and the knowledge graph, over REST) and the interactive mode (WebSocket)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ urlpatterns = [
     path("processes/<str:process_id>/<str:call>", views.process_call, name="process-call"),
     path("interactive/", views.interactive, name="interactive"),
     path("inbox/", views.inbox_page, name="inbox"),
+    path("memory/", views.memory_page, name="memory"),
     path("runs/", runs.runs_page, name="runs"),
     path("runs/<str:run_id>", runs.run_page, name="run"),
     path("notifications/read-all", runs.notifications_read_all, name="notifications-read-all"),

@@ -23,6 +23,8 @@ from triggers.presenters import workflow_data
 from triggers.workflows import filtered_workflows
 from vancetope.errors import BadRequest, BrainError, NotFound
 from vancetope.ids import parse_public_id
+from vancetope.memory.documents import MEDIA_TYPES
+from vancetope.memory.models import EdgeType
 from vancetope.tenancy.services import visible_projects
 
 LIST_LIMIT = 200
@@ -179,3 +181,21 @@ def inbox_dismiss(request: HttpRequest, item_id: str) -> HttpResponse:
     else:
         messages.success(request, f"{item_id} dismissed.")
     return redirect("webui:inbox")
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+
+@login_required
+def memory_page(request: HttpRequest) -> HttpResponse:
+    """Documents (list, upload, delete) and the knowledge graph view; the page's script reads
+    and changes both over REST (/api/documents, /api/knowledge) with the login cookie."""
+    context = {
+        "projects": [
+            project.public_id for project in visible_projects(request.user).order_by("pk")
+        ],
+        "media_types": [media_type for media_type in MEDIA_TYPES if media_type.startswith("text/")],
+        "edge_types": EdgeType.values,
+        "mode": "memory",
+    }
+    return render(request, "webui/memory.html", context)

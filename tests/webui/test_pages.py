@@ -45,7 +45,7 @@ def listed(response: Any) -> list[str]:
 # --- login ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/", "/processes/tp_1", "/interactive/", "/inbox/"])
+@pytest.mark.parametrize("path", ["/", "/processes/tp_1", "/interactive/", "/inbox/", "/memory/"])
 def test_every_page_sends_a_visitor_who_is_not_logged_in_to_the_login_page(db, path):
     response = Client().get(path)
     assert response.status_code == 302
@@ -321,6 +321,24 @@ def test_inbox_page_filters_by_status_and_refuses_an_unknown_one(alice):
     assert "status: must be one of" in unknown.content.decode()
 
 
-@pytest.mark.parametrize("asset", ["webui.css", "dashboard.js", "interactive.js"])
+@pytest.mark.parametrize(
+    "asset", ["webui.css", "dashboard.js", "interactive.js", "memory.js", "graphview.js"]
+)
 def test_the_ui_assets_are_found_by_the_static_files_finders(asset):
     assert finders.find(f"webui/{asset}")
+
+
+def test_the_memory_page_offers_the_projects_the_edge_types_and_the_scripts(alice, bob):
+    # when
+    response = logged_in(alice).get("/memory/")
+    # then: alice's project only, the four edge types as filters, linked from the navigation
+    assert response.status_code == 200
+    assert response.context["projects"] == [alice.project_id]
+    assert response.context["edge_types"] == ["supports", "contradicts", "derived_from", "mentions"]
+    assert response.context["media_types"] == ["text/markdown", "text/plain"]
+    page = response.content.decode()
+    assert 'href="/memory/" aria-current="page">Memory</a>' in page
+    assert page.count('name="type" value=') == 4
+    assert "webui/memory.js" in page
+    assert "webui/graphview.js" in page
+    assert bob.project_id not in page

@@ -1,4 +1,5 @@
-"""REST: /api/memory (items, lookup, search) and /api/documents (PROTOCOL second stage).
+"""REST: /api/memory (items, lookup, search), /api/documents and /api/knowledge (the knowledge
+graph's edges and nodes) (PROTOCOL second stage).
 
 Everything is limited to what the caller sees (scopes.py); another tenant's id is a 404.
 """
@@ -16,17 +17,22 @@ from rest_framework.response import Response
 from vancetope.api import PAGE_PARAMETERS, errors, paginated
 from vancetope.errors import BadRequest
 from vancetope.jsonbody import BodyParser
-from vancetope.memory import documents, items
-from vancetope.memory.models import Scope, SourceKind
+from vancetope.memory import documents, graph, items
+from vancetope.memory.models import EdgeAuthor, EdgeType, Scope, SourceKind
 from vancetope.memory.presenters import (
     DocumentObject,
     DocumentPage,
+    KnowledgeEdgeObject,
+    KnowledgeEdgePage,
+    KnowledgeNodeObject,
     LookupObject,
     MemoryItemObject,
     MemoryItemPage,
     SearchResultsObject,
     document_data,
+    edge_data,
     item_data,
+    node_data,
 )
 from vancetope.memory.scopes import check_may_change, person_reach, person_target
 from vancetope.memory.search import Mode, search
@@ -51,7 +57,9 @@ class DocumentInput(serializers.Serializer):
     title = serializers.CharField(required=False, allow_blank=True, default="")
     content = serializers.CharField(required=False, trim_whitespace=False)
     mediaType = serializers.CharField(required=False, default="text/markdown")
-    file = serializers.FileField(required=False, help_text="multipart: a text or Markdown file")
+    file = serializers.FileField(
+        required=False, help_text="multipart: a text, Markdown or PDF file (PDF: the pdf extra)"
+    )
 
 
 def _source(request: Request) -> items.Source:
@@ -215,15 +223,17 @@ class DocumentViewSet(viewsets.ViewSet):
         project = get_visible_project(request.user, data["project"])
         title, media_type = data["title"], data["mediaType"]
         if upload := data.get("file"):
-            raw = upload.read()
-            try:
-                content = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise BadRequest("file is not UTF-8 text", error="file") from None
-            title = title or upload.name
-            if upload.name.lower().endswith((".txt", ".text")):
-                media_type = "text/plain"
-        elif "content" in data:
+            document = documents.create_uploaded_document(
+                project,
+                title,
+                media_type,
+                upload.name or "file",
+                upload.content_type,
+                upload.read(),
+                request.user,
+            )
+            return Response(document_data(document), status=201)
+        if "content" in data:
             content = data["content"]
         else:
             raise BadRequest("send content or a file", error="content")
@@ -238,3 +248,115 @@ class DocumentViewSet(viewsets.ViewSet):
     def destroy(self, request: Request, document_id: str) -> Response:
         documents.delete_document(documents.get_visible_document(request.user, document_id))
         return Response(status=204)
+
+
+class EdgeInput(serializers.Serializer):
+    type = serializers.ChoiceField(choices=EdgeType.values)
+    fromId = serializers.CharField(help_text="a node: mem_N or doc_N:K")
+    toId = serializers.CharField(help_text="a node: mem_N or doc_N:K")
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=1.0)
+    reasoning = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=graph.MAX_REASONING
+    )
+
+
+class InvalidateInput(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+
+
+class KnowledgeEdgeViewSet(viewsets.ViewSet):
+    lookup_field = "edge_id"
+    lookup_value_regex = r"[^/]+"
+
+    @extend_schema(
+        operation_id="knowledge_edges_list",
+        parameters=[
+            OpenApiParameter(
+                "type", str, description=f"one or more of {', '.join(EdgeType.values)}, by commas"
+            ),
+            OpenApiParameter("node", str, description="the edges at this node, mem_N or doc_N:K"),
+            OpenApiParameter("createdBy", str, enum=EdgeAuthor.values),
+            OpenApiParameter("project", str, description="from this project upwards, proj_…"),
+            OpenApiParameter("includeInvalid", bool, description="invalidated ones too"),
+            *PAGE_PARAMETERS,
+        ],
+        responses={200: KnowledgeEdgePage, **errors(400, 401, 404)},
+    )
+    def list(self, request: Request) -> Response:
+        """The edges both of whose ends the caller sees, newest first."""
+        params = request.query_params
+        reach = person_reach(request.user, project=params.get("project", ""))
+        rows = graph.filtered_edges(
+            reach,
+            types=params.get("type", ""),
+            node=params.get("node", ""),
+            created_by=params.get("createdBy", ""),
+            include_invalid=graph.parse_flag(params.get("includeInvalid"), "includeInvalid"),
+        )
+        return paginated(request, self, rows, edge_data)
+
+    @extend_schema(
+        operation_id="knowledge_edges_create",
+        request=EdgeInput,
+        responses={201: KnowledgeEdgeObject, 200: KnowledgeEdgeObject, **errors(400, 401, 404)},
+    )
+    def create(self, request: Request) -> Response:
+        """A person links two nodes they see (createdBy user). The same valid edge again is
+        answered 200 as it is."""
+        body = EdgeInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        edge, created = graph.link_nodes(
+            person_reach(request.user),
+            data["type"],
+            data["fromId"],
+            data["toId"],
+            data["confidence"],
+            data["reasoning"],
+            graph.Author(EdgeAuthor.USER, str(request.user.get_username())),
+        )
+        return Response(edge_data(edge), status=201 if created else 200)
+
+    @extend_schema(
+        operation_id="knowledge_edges_retrieve",
+        responses={200: KnowledgeEdgeObject, **errors(401, 404)},
+    )
+    def retrieve(self, request: Request, edge_id: str) -> Response:
+        """One edge, valid or not, if the caller sees both of its ends."""
+        return Response(edge_data(graph.get_visible_edge(person_reach(request.user), edge_id)))
+
+    @extend_schema(
+        operation_id="knowledge_edges_invalidate",
+        request=InvalidateInput,
+        responses={200: KnowledgeEdgeObject, **errors(400, 401, 404, 409)},
+    )
+    @action(detail=True, methods=["post"])
+    def invalidate(self, request: Request, edge_id: str) -> Response:
+        """Ends the edge's validity (validTo set); the edge stays, listed with includeInvalid."""
+        body = InvalidateInput(data=request.data)
+        body.is_valid(raise_exception=True)
+        edge = graph.get_visible_edge(person_reach(request.user), edge_id)
+        reason = body.validated_data["reason"] or f"invalidated by {request.user.get_username()}"
+        return Response(edge_data(graph.invalidate_visible_edge(edge, reason)))
+
+
+class KnowledgeNodeViewSet(viewsets.ViewSet):
+    lookup_field = "node_id"
+    lookup_value_regex = r"[^/]+"
+
+    @extend_schema(
+        operation_id="knowledge_nodes_retrieve",
+        parameters=[OpenApiParameter("includeInvalid", bool, description="invalid edges too")],
+        responses={200: KnowledgeNodeObject, **errors(400, 401, 404)},
+    )
+    def retrieve(self, request: Request, node_id: str) -> Response:
+        """A memory item or document chunk the caller sees, with its visible edges."""
+        reach = person_reach(request.user)
+        node = graph.get_visible_node(reach, node_id)
+        include_invalid = graph.parse_flag(
+            request.query_params.get("includeInvalid"), "includeInvalid"
+        )
+        edges = graph.edges_of(reach, node, include_invalid=include_invalid).select_related(
+            "from_item", "to_item", "from_chunk__document__project", "to_chunk__document__project"
+        )
+        return Response(node_data(node, list(edges)))

@@ -1,8 +1,13 @@
-"""Project documents: uploaded, chunked by headings and paragraphs with overlap, searched through
-their chunks' passages, deleted with their chunks, passages and vectors."""
+"""Project documents: uploaded (JSON text, or a multipart text, Markdown or PDF file), chunked by
+headings and paragraphs with overlap, searched through their chunks' passages, deleted with
+their chunks, passages and vectors.
+
+A PDF's text is read page by page with pypdf (the `pdf` extra); its headings are unknown, so
+each page is a section ("Page 3") that no chunk crosses."""
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +23,9 @@ from vancetope.memory.models import Document, DocumentChunk, Passage
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import AnyUser, in_visible_projects
 
-MEDIA_TYPES = ("text/markdown", "text/plain")
+PDF = "application/pdf"
+MEDIA_TYPES = ("text/markdown", "text/plain", PDF)
+PDF_EXTRA = "pip install 'vancetope[pdf]'"
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
@@ -86,10 +93,17 @@ def chunk_text(content: str, limit: int | None = None, overlap: int | None = Non
     """Chunks of at most about `limit` characters that never cross a heading; paragraphs are
     kept whole where they fit, and each chunk after the first of a section starts with the
     last `overlap` characters (at a word boundary) of the one before."""
+    return chunk_sections(sections(content), limit, overlap)
+
+
+def chunk_sections(
+    found: list[tuple[str, list[str]]], limit: int | None = None, overlap: int | None = None
+) -> list[Piece]:
+    """chunk_text's cutting of (heading path, paragraphs) sections."""
     limit = limit or settings.VANCETOPE_CHUNK_CHARS
     overlap = settings.VANCETOPE_CHUNK_OVERLAP if overlap is None else overlap
     pieces: list[Piece] = []
-    for heading, paragraphs in sections(content):
+    for heading, paragraphs in found:
         current = ""
         for paragraph in paragraphs:
             for part in _pieces_of(paragraph, limit):
@@ -113,10 +127,84 @@ def check_document(title: str, content: str, media_type: str) -> None:
         raise BadRequest("content must not be empty", error="content")
 
 
-def create_document(
-    project: Project, title: str, content: str, media_type: str, created_by: Any
+def page_sections(pages: list[str]) -> list[tuple[str, list[str]]]:
+    """A PDF's pages as sections "Page N", their paragraphs split at blank lines."""
+    found = []
+    for number, text in enumerate(pages, start=1):
+        paragraphs = [" ".join(part.split()) for part in re.split(r"\n\s*\n", text)]
+        if kept := [paragraph for paragraph in paragraphs if paragraph]:
+            found.append((f"Page {number}", kept))
+    return found
+
+
+def is_pdf(name: str, content_type: str | None) -> bool:
+    return (content_type or "").split(";")[0].strip().lower() == PDF or name.lower().endswith(
+        ".pdf"
+    )
+
+
+def pdf_pages(raw: bytes, name: str) -> list[str]:
+    """The text of each page of the PDF file `name`; a 400 naming the file when pypdf (the
+    `pdf` extra) is missing, the file is no readable PDF, or it has no text."""
+    try:
+        import pypdf
+    except ImportError:
+        raise BadRequest(
+            f"file {name!r} is a PDF; reading PDFs needs the pdf extra ({PDF_EXTRA})",
+            error="file",
+        ) from None
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(raw))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except Exception as exc:  # pypdf raises many kinds on a broken file
+        raise BadRequest(f"file {name!r} is not a readable PDF: {exc}", error="file") from None
+    if not any(text.strip() for text in pages):
+        raise BadRequest(
+            f"file {name!r} has no text to read (a scanned PDF holds only images)", error="file"
+        )
+    return pages
+
+
+def create_uploaded_document(
+    project: Project,
+    title: str,
+    media_type: str,
+    name: str,
+    content_type: str | None,
+    raw: bytes,
+    created_by: Any,
 ) -> Document:
+    """A document from a multipart file: a PDF (by its Content-Type or a .pdf name) read page
+    by page, else UTF-8 text (a .txt name is plain text)."""
+    if len(raw) > settings.VANCETOPE_DOCUMENT_MAX_BYTES:
+        raise TooLarge(f"file is larger than {settings.VANCETOPE_DOCUMENT_MAX_BYTES} bytes")
+    title = title or name
+    if is_pdf(name, content_type):
+        pages = pdf_pages(raw, name)
+        content = "\n\n".join(text.strip() for text in pages if text.strip())
+        return create_document(project, title, content, PDF, created_by, found=page_sections(pages))
+    try:
+        content = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest(f"file {name!r} is not UTF-8 text", error="file") from None
+    if name.lower().endswith((".txt", ".text")):
+        media_type = "text/plain"
+    return create_document(project, title, content, media_type, created_by)
+
+
+def create_document(
+    project: Project,
+    title: str,
+    content: str,
+    media_type: str,
+    created_by: Any,
+    *,
+    found: list[tuple[str, list[str]]] | None = None,
+) -> Document:
+    """`found`: the sections when they are not Markdown's (a PDF's pages)."""
     check_document(title, content, media_type)
+    if media_type == PDF and found is None:
+        raise BadRequest("a PDF is uploaded as a multipart file", error="mediaType")
     with transaction.atomic():
         document = Document.objects.create(
             tenant_id=project.tenant_id,
@@ -128,7 +216,9 @@ def create_document(
         )
         chunks = DocumentChunk.objects.bulk_create(
             DocumentChunk(document=document, index=i, heading=piece.heading[:500], text=piece.text)
-            for i, piece in enumerate(chunk_text(content))
+            for i, piece in enumerate(
+                chunk_text(content) if found is None else chunk_sections(found)
+            )
         )
         for chunk in chunks:
             chunk.document = document

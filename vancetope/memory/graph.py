@@ -15,7 +15,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from vancetope.errors import BadRequest, NotFound
+from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.memory.models import (
     DocumentChunk,
@@ -154,8 +154,103 @@ def visible_edges(reach: Reach, *, include_invalid: bool = False) -> QuerySet[Kn
 
 def edges_of(reach: Reach, node: Node, *, include_invalid: bool = False) -> QuerySet[KnowledgeEdge]:
     """The visible edges that start or end at `node`."""
+    return visible_edges(reach, include_invalid=include_invalid).filter(_at(node))
+
+
+def _at(node: Node) -> Q:
     if node.item is not None:
-        at = Q(from_item=node.item) | Q(to_item=node.item)
-    else:
-        at = Q(from_chunk=node.chunk) | Q(to_chunk=node.chunk)
-    return visible_edges(reach, include_invalid=include_invalid).filter(at)
+        return Q(from_item=node.item) | Q(to_item=node.item)
+    return Q(from_chunk=node.chunk) | Q(to_chunk=node.chunk)
+
+
+# --- what REST and the web UI read and do ---------------------------------------------------------
+
+BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def parse_flag(value: str | None, field: str) -> bool:
+    """A true/false query parameter (absent: false); anything else is a 400 naming it."""
+    if value is None or value == "":
+        return False
+    if value.lower() not in BOOLEANS:
+        raise BadRequest(f"{field} must be true or false, not {value!r}", error=field)
+    return BOOLEANS[value.lower()]
+
+
+def filtered_edges(
+    reach: Reach,
+    *,
+    types: str = "",
+    node: str = "",
+    created_by: str = "",
+    include_invalid: bool = False,
+) -> QuerySet[KnowledgeEdge]:
+    """The visible edges a list asks for: `types` one type or several (comma-separated),
+    `node` the edges at one node, `created_by` one author kind; each bad value a 400 naming
+    its filter, a node the reach does not see a 404."""
+    rows = visible_edges(reach, include_invalid=include_invalid)
+    if types:
+        wanted = [part.strip() for part in types.split(",") if part.strip()]
+        unknown = [part for part in wanted if part not in EdgeType.values]
+        if unknown or not wanted:
+            raise BadRequest(
+                f"type must be one or more of {', '.join(EdgeType.values)}, not {types!r}",
+                error="type",
+            )
+        rows = rows.filter(type__in=wanted)
+    if node:
+        rows = rows.filter(_at(get_visible_node(reach, node)))
+    if created_by:
+        if created_by not in EdgeAuthor.values:
+            raise BadRequest(
+                f"createdBy must be one of {', '.join(EdgeAuthor.values)}, not {created_by!r}",
+                error="createdBy",
+            )
+        rows = rows.filter(created_by_kind=created_by)
+    return rows.select_related("from_item", "to_item", "from_chunk__document", "to_chunk__document")
+
+
+def get_visible_edge(reach: Reach, edge_id: str) -> KnowledgeEdge:
+    """The edge (valid or not) if the reach sees both of its ends, else a 404."""
+    pk = parse_public_id("edge", edge_id, "edge")
+    edge = visible_edges(reach, include_invalid=True).filter(pk=pk).first()
+    if edge is None:
+        raise NotFound(f"edge {edge_id!r} not found")
+    return edge
+
+
+def link_nodes(
+    reach: Reach,
+    type: str,
+    from_id: str,
+    to_id: str,
+    confidence: float,
+    reasoning: str,
+    author: Author,
+) -> tuple[KnowledgeEdge, bool]:
+    """A person's (or a process's) edge between two nodes the reach sees, and whether it is
+    new (the same valid edge is answered as it is)."""
+    if type not in EdgeType.values:
+        raise BadRequest(f"type must be one of {', '.join(EdgeType.values)}", error="type")
+    source = get_visible_node(reach, from_id, "fromId")
+    target = get_visible_node(reach, to_id, "toId")
+    started = timezone.now()
+    edge = add_edge(EdgeType(type), source, target, confidence, reasoning, author)
+    # An edge made now has a creation time from now on; an existing one is older.
+    return edge, edge.created_at >= started
+
+
+def invalidate_visible_edge(edge: KnowledgeEdge, reason: str) -> KnowledgeEdge:
+    """A person's invalidation: an edge already invalid is a 409 and stays as it was."""
+    if edge.valid_to is not None:
+        raise Conflict(f"{edge.public_id} is already invalid since {edge.valid_to.isoformat()}")
+    invalidate_edge(edge, reason)
+    if edge.valid_to is None:  # another invalidation came first
+        raise Conflict(f"{edge.public_id} is already invalid")
+    return edge
+
+
+def node_of_edge(edge: KnowledgeEdge, end: str) -> Node:
+    """`end` "from" or "to" of the edge, as a Node."""
+    item = getattr(edge, f"{end}_item")
+    return Node(item=item) if item is not None else Node(chunk=getattr(edge, f"{end}_chunk"))
