@@ -25,6 +25,7 @@ from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
 from sessions_app.models import Session
 from sessions_app.services import FingerprintData, create_session
+from tests.e2e import brain as brain_processes
 from vancetope import ratelimit
 from vancetope.config.cascade import forget_cached as forget_cached_settings
 from vancetope.llm.factory import reset_provider_cache
@@ -174,3 +175,11 @@ def alice(recipes: None) -> Tenancy:
 @pytest.fixture
 def bob(recipes: None) -> Tenancy:
     return Tenancy("bob")
+
+
+@pytest.fixture
+def scratch_database() -> Iterator[str]:
+    """A throwaway PostgreSQL database on the DATABASE_URL server (its URL), dropped
+    afterwards: for a Brain run as OS processes on the distributed runtime."""
+    with brain_processes.scratch_database("scratch") as url:
+        yield url

@@ -11,9 +11,12 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from websockets.sync.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +34,41 @@ def brain_env(var_dir: Path, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key not in RUNTIME_VARIABLES}
     env.update(VANCETOPE_VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **extra)
     return env
+
+
+@contextmanager
+def scratch_database(name: str) -> Iterator[str]:
+    """A throwaway PostgreSQL database on the DATABASE_URL server (its URL), dropped
+    afterwards."""
+    url = os.environ["DATABASE_URL"]
+    database = f"vt_{name}_{uuid.uuid4().hex[:10]}"
+    admin_url = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    try:
+        yield url.rsplit("/", 1)[0] + f"/{database}"
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+@contextmanager
+def run_services(name: str) -> Iterator[dict[str, str]]:
+    """The variables of a Brain on the run's services: when the run has PostgreSQL and Redis,
+    a scratch database of its own (dropped afterwards) and a task queue and channel prefix of
+    its own; else none (the Brain runs embedded on its own SQLite file)."""
+    url, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
+    if not (url.startswith("postgres") and redis):
+        yield {}
+        return
+    with scratch_database(name) as database_url:
+        queue = f"vt-{name}-{uuid.uuid4().hex[:8]}"
+        yield {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis,
+            "VANCETOPE_TASK_QUEUE": queue,
+            "VANCETOPE_CHANNEL_PREFIX": queue,
+        }
 
 
 def distributed_env(

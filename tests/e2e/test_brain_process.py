@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from tests.conftest import wait_until
-from tests.e2e.brain import Brain, CeleryWorker, bootstrap, brain_env, distributed_env, free_port
+from tests.e2e.brain import (
+    Brain,
+    CeleryWorker,
+    bootstrap,
+    brain_env,
+    distributed_env,
+    free_port,
+)
 from tests.support.openai_stub import OpenAIStubServer
 
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
@@ -72,19 +77,6 @@ needs_services = pytest.mark.skipif(
     not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")),
     reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL (.ci/run does)",
 )
-
-
-@pytest.fixture
-def scratch_database():
-    """A throwaway PostgreSQL database on the DATABASE_URL server, dropped afterwards."""
-    url = os.environ["DATABASE_URL"]
-    name = f"vt_e2e_{uuid.uuid4().hex[:10]}"
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield url.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @needs_services

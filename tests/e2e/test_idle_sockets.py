@@ -12,7 +12,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from tests.conftest import wait_until
 from tests.e2e.brain import Brain, CeleryWorker, bootstrap, distributed_env, free_port
-from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
+from tests.e2e.test_brain_process import needs_services
 
 SOCKETS = 50
 IDLE_SECONDS = 60

@@ -15,7 +15,7 @@ from tests.e2e.brain import (
     free_port,
     manage_shell,
 )
-from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
+from tests.e2e.test_brain_process import needs_services
 
 FINGERPRINT = {"machineId": "revoked-machine", "workingDir": "/srv/revoked"}
 

@@ -18,7 +18,7 @@ from tests.e2e.brain import (
     last_line,
     manage_shell,
 )
-from tests.e2e.test_brain_process import needs_services, scratch_database  # noqa: F401
+from tests.e2e.test_brain_process import needs_services
 
 FINGERPRINT = {"machineId": "space-machine", "workingDir": "/srv/space"}
 RENAMES, SPLITS = 25, 6

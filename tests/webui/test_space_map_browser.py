@@ -9,17 +9,23 @@ database, a Celery worker on a queue of its own); else on its own SQLite file.""
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 import yaml
 
-from tests.e2e.brain import ROOT, Brain, CeleryWorker, bootstrap, brain_env, free_port, manage_shell
+from tests.e2e.brain import (
+    ROOT,
+    Brain,
+    CeleryWorker,
+    bootstrap,
+    brain_env,
+    free_port,
+    manage_shell,
+    run_services,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
@@ -82,25 +88,8 @@ expect = sync_api.expect
 
 @pytest.fixture(scope="module")
 def services() -> Iterator[dict[str, str]]:
-    """PostgreSQL and Redis for the Brain when the run has them: a throwaway database on the
-    DATABASE_URL server (dropped afterwards) and a queue and channel prefix of its own."""
-    url, redis = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
-    if not (url.startswith("postgres") and redis):
-        yield {}
-        return
-    name = f"vt_spacemap_{uuid.uuid4().hex[:10]}"
-    admin_url = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    queue = f"vt-spacemap-{uuid.uuid4().hex[:8]}"
-    yield {
-        "DATABASE_URL": url.rsplit("/", 1)[0] + f"/{name}",
-        "REDIS_URL": redis,
-        "VANCETOPE_TASK_QUEUE": queue,
-        "VANCETOPE_CHANNEL_PREFIX": queue,
-    }
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with run_services("spacemap") as found:
+        yield found
 
 
 @pytest.fixture(scope="module")
