@@ -1,0 +1,550 @@
+"""The brain linker: pairs a project's recent memory items with their nearest neighbours on the
+same subject, asks the LLM for a verdict on each pair, and writes what it says into the
+knowledge graph (docs/memory.md, "The brain linker").
+
+Candidates are never the whole graph: each recent item (created since the project's previous
+completed linker run, or within `linker.windowHours`) is paired only with its
+`linker.neighbours` nearest valid items that the project sees (memory/scopes.py
+`project_reach`) and that are on the same subject: the same key, or a cosine similarity of at
+least `linker.minSimilarity` (of their vectors when both have one, else of their word sets).
+A pair a strategy judged before (a LinkerVerdict row), or that a valid `contradicts` or
+`supports` edge already joins, is not asked again.
+
+Each pair is one LLM call (caller engine `brain_linker`, step the strategy's name) whose answer
+is one JSON object, reasoning first: `{"reasoning", "verdict": contradicts|supports|unrelated,
+"confidence": 0..1}`. A call that fails or answers anything else counts as a call, writes no
+edge and is reported; the run goes on. The run stops at `max_llm_calls`.
+
+A `contradicts` verdict writes the edge newer → older; at or above
+`linker.contradictionThreshold` it invalidates the older item, below it the app's registered
+approval poster asks a person (an APPROVAL inbox item), whose answer `settle_approval` applies.
+A `supports` verdict writes the edge newer → older. This kernel imports no app: the app
+registers its approval poster (`register_approval_poster`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from vancetope.config import keys
+from vancetope.config.llm import llm_config, project_settings
+from vancetope.errors import BadRequest
+from vancetope.llm.base import CallInfo, LlmMessage, collect
+from vancetope.llm.factory import get_provider
+from vancetope.memory.graph import Author, Node, add_edge, invalidate_edge
+from vancetope.memory.items import invalidate_item, visible_items
+from vancetope.memory.lexical import lexical_ids, query_words
+from vancetope.memory.models import (
+    EdgeAuthor,
+    EdgeType,
+    KnowledgeEdge,
+    LinkerVerdict,
+    MemoryItem,
+    Passage,
+)
+from vancetope.memory.scopes import Reach, project_reach
+from vancetope.memory.vectors import get_store
+from vancetope.tenancy.models import Project
+
+log = logging.getLogger(__name__)
+
+ENGINE = "brain_linker"
+CONTRADICTION_SCAN = "contradiction_scan"
+SUPPORT_SCAN = "support_scan"
+STRATEGIES = (CONTRADICTION_SCAN, SUPPORT_SCAN)
+VERDICTS = ("contradicts", "supports", "unrelated")
+ERROR = "error"
+# Recent items one run looks at (oldest first); the next run takes the rest.
+MAX_RECENT = 500
+# The text of an item the LLM is shown.
+MAX_STATEMENT = 4_000
+
+SYSTEM_PROMPT = """You check a knowledge base for statements that contradict or support \
+each other. You are given two statements, OLDER and NEWER, about the same subject.
+{task}
+Answer with exactly one JSON object and nothing else, with these keys in this order:
+{{"reasoning": "<your reasoning, written first, before you decide>", \
+"verdict": "contradicts" | "supports" | "unrelated", "confidence": <a number from 0 to 1>}}
+- "contradicts": both cannot be true at the same time.
+- "supports": the newer statement backs up or confirms the older one.
+- "unrelated": neither (different subjects, or compatible facts that do not confirm each other).
+"confidence" is how sure you are of the verdict."""
+
+TASKS = {
+    CONTRADICTION_SCAN: "Your task: decide whether the NEWER statement contradicts the OLDER "
+    "one. Different details that can both hold are not a contradiction.",
+    SUPPORT_SCAN: "Your task: decide whether the NEWER statement supports (confirms, gives "
+    "evidence for) the OLDER one.",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reasoning: str
+    verdict: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two valid items on one subject; `newer` was written after `older`."""
+
+    newer: MemoryItem
+    older: MemoryItem
+    similarity: float
+    same_key: bool
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.newer.pk, self.older.pk)
+
+
+@dataclass(frozen=True)
+class Uncertain:
+    """A contradiction below the threshold, for the app's approval poster."""
+
+    project: Project
+    run_id: str
+    edge: KnowledgeEdge
+    newer: MemoryItem
+    older: MemoryItem
+    reasoning: str
+    confidence: float
+    threshold: float
+
+
+# Posts the APPROVAL of an uncertain contradiction; answers the inbox item's public id.
+ApprovalPoster = Callable[[Uncertain], str]
+_approval_poster: list[ApprovalPoster] = []
+
+
+def register_approval_poster(poster: ApprovalPoster) -> None:
+    _approval_poster[:] = [poster]
+
+
+@dataclass
+class LinkerReport:
+    run_id: str
+    strategies: list[str]
+    max_llm_calls: int
+    since: datetime | None = None
+    # Distinct (pair, strategy) candidates found, and those not asked (judged before, or an
+    # edge joins them already).
+    pairs_considered: int = 0
+    pairs_skipped: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    verdicts: int = 0
+    edges_created: dict[str, int] = field(
+        default_factory=lambda: {EdgeType.CONTRADICTS.value: 0, EdgeType.SUPPORTS.value: 0}
+    )
+    items_invalidated: list[str] = field(default_factory=list)
+    approvals_posted: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # (newer mem_ id, older mem_ id, strategy) of every call, in order.
+    asked: list[tuple[str, str, str]] = field(default_factory=list)
+    # True when max_llm_calls stopped the run with pairs left to ask.
+    cut_short: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def status(self) -> str:
+        """completed, completed_partial (cut short, or some calls failed) or failed (every
+        call failed)."""
+        if self.errors and self.verdicts == 0:
+            return "failed"
+        if self.errors or self.cut_short:
+            return "completed_partial"
+        return "completed"
+
+    def summary(self) -> str:
+        """One line for the run's record."""
+        parts = [
+            f"{self.llm_calls} of at most {self.max_llm_calls} LLM calls",
+            f"{self.pairs_considered} pairs considered ({self.pairs_skipped} judged before)",
+            ", ".join(f"{count} {kind}" for kind, count in self.edges_created.items()) + " edges",
+        ]
+        if self.items_invalidated:
+            parts.append("invalidated " + ", ".join(self.items_invalidated))
+        if self.approvals_posted:
+            parts.append("asked " + ", ".join(self.approvals_posted))
+        if self.cut_short:
+            parts.append("stopped at maxLlmCalls with pairs left")
+        if self.errors:
+            parts.append(f"{len(self.errors)} failed: {self.errors[0]}")
+        return "; ".join(parts)
+
+
+def check_strategies(strategies: list[str], where: str = "strategies") -> list[str]:
+    """The strategies to run, in their order (none named: all of them); an unknown one is a
+    400 naming `where`."""
+    unknown = [name for name in strategies if name not in STRATEGIES]
+    if unknown:
+        raise BadRequest(
+            f"{where}: unknown strategy {unknown[0]!r}; use {', '.join(STRATEGIES)}", error=where
+        )
+    return list(dict.fromkeys(strategies)) or list(STRATEGIES)
+
+
+def run_linker(
+    project: Project,
+    strategies: list[str],
+    max_llm_calls: int | None,
+    *,
+    run_id: str = "",
+    since: datetime | None = None,
+    ask: ApprovalPoster | None = None,
+) -> LinkerReport:
+    """One linker run over `project`'s recent items (those created after `since`; None: within
+    the window setting). Never raises for a call's failure: it is in the report."""
+    names = check_strategies(strategies)
+    cascade = project_settings(project)
+    limit = max_llm_calls or int(cascade.value(keys.LINKER_MAX_LLM_CALLS.name))
+    if limit < 1:
+        raise BadRequest("maxLlmCalls must be at least 1", error="maxLlmCalls")
+    if since is None:
+        hours = int(cascade.value(keys.LINKER_WINDOW_HOURS.name))
+        since = timezone.now() - timedelta(hours=hours)
+    report = LinkerReport(run_id=run_id, strategies=names, max_llm_calls=limit, since=since)
+    finder = _Neighbours(
+        project_reach(project),
+        int(cascade.value(keys.LINKER_NEIGHBOURS.name)),
+        float(cascade.value(keys.LINKER_MIN_SIMILARITY.name)),
+    )
+    threshold = float(cascade.value(keys.LINKER_THRESHOLD.name))
+    provider = get_provider(llm_config(cascade))
+    poster = ask or (_approval_poster[0] if _approval_poster else None)
+    recent = list(
+        visible_items(finder.reach)
+        .filter(created_at__gt=since)
+        .order_by("created_at", "pk")[:MAX_RECENT]
+    )
+    for strategy, pair in _candidates(recent, names, finder, report):
+        if report.llm_calls >= limit:
+            report.cut_short = True
+            break
+        report.llm_calls += 1
+        report.asked.append((pair.newer.public_id, pair.older.public_id, strategy))
+        verdict, error = _ask(provider, strategy, pair, report)
+        if verdict is None:
+            report.errors.append(f"{pair.newer.public_id}/{pair.older.public_id}: {error}")
+            _record(project, pair, strategy, run_id, None, error)
+            continue
+        try:
+            with transaction.atomic():
+                _apply(project, pair, strategy, verdict, run_id, threshold, poster, report)
+        except Exception as exc:
+            log.exception("linker %s: applying a verdict failed", run_id)
+            report.errors.append(
+                f"{pair.newer.public_id}/{pair.older.public_id}: {type(exc).__name__}: {exc}"
+            )
+            continue
+        report.verdicts += 1
+    log.info("linker %s on %s: %s", run_id or "-", project.public_id, report.summary())
+    return report
+
+
+def _candidates(
+    recent: list[MemoryItem], strategies: list[str], finder: _Neighbours, report: LinkerReport
+) -> Iterator[tuple[str, Pair]]:
+    """The (strategy, pair) calls to make, lazily: whether a pair is still worth asking is
+    decided just before it is asked (an earlier verdict may have invalidated one of its
+    items)."""
+    for strategy in strategies:
+        seen: set[tuple[int, int]] = set()
+        for item in recent:
+            for pair in finder.pairs_of(item):
+                if pair.key in seen:
+                    continue
+                seen.add(pair.key)
+                report.pairs_considered += 1
+                if not _both_valid(pair) or _judged(pair, strategy):
+                    report.pairs_skipped += 1
+                    continue
+                yield strategy, pair
+
+
+def _both_valid(pair: Pair) -> bool:
+    ids = [pair.newer.pk, pair.older.pk]
+    return MemoryItem.objects.filter(pk__in=ids, valid_to__isnull=True).count() == 2
+
+
+def _judged(pair: Pair, strategy: str) -> bool:
+    """Judged before by this strategy (a call that failed does not count), or joined by a
+    valid contradicts or supports edge already."""
+    verdicts = LinkerVerdict.objects.filter(
+        newer_id=pair.newer.pk, older_id=pair.older.pk, strategy=strategy
+    ).exclude(verdict=ERROR)
+    if verdicts.exists():
+        return True
+    a, b = pair.key
+    joined = Q(from_item_id=a, to_item_id=b) | Q(from_item_id=b, to_item_id=a)
+    return (
+        KnowledgeEdge.objects.filter(joined, valid_to__isnull=True)
+        .filter(type__in=[EdgeType.CONTRADICTS, EdgeType.SUPPORTS])
+        .exists()
+    )
+
+
+class _Neighbours:
+    """An item's nearest valid neighbours on the same subject, as the project sees them."""
+
+    def __init__(self, reach: Reach, k: int, min_similarity: float) -> None:
+        self.reach, self.k, self.min_similarity = reach, k, min_similarity
+        self._found: dict[int, list[Pair]] = {}
+
+    def pairs_of(self, item: MemoryItem) -> list[Pair]:
+        if item.pk not in self._found:
+            self._found[item.pk] = self._search(item)
+        return self._found[item.pk]
+
+    def _search(self, item: MemoryItem) -> list[Pair]:
+        own = Passage.objects.filter(item=item).only("pk", "vector", "text").first()
+        if own is None:
+            return []  # invalidated since it was read
+        vector = _vector(own.vector)
+        depth = self.k * 4 + 10
+        passages: list[int] = lexical_ids(self.reach, own.text, depth)
+        if vector is not None and self.reach.tenant_ids:
+            passages += get_store().nearest(sorted(self.reach.tenant_ids), vector, depth)
+        near = Q(pk__in=passages)
+        if item.key:
+            near |= Q(item__key=item.key)
+        candidates = (
+            Passage.objects.filter(self.reach.q(), near, item__isnull=False)
+            .exclude(item_id=item.pk)
+            .filter(item__valid_to__isnull=True)
+            .select_related("item")
+        )
+        words = set(query_words(own.text))
+        scored: list[tuple[bool, float, MemoryItem]] = []
+        for passage in candidates:
+            other = passage.item
+            assert other is not None
+            same_key = bool(item.key) and other.key == item.key
+            theirs = _vector(passage.vector)
+            if vector is not None and theirs is not None and len(theirs) == len(vector):
+                similarity = float(np.dot(vector, theirs))
+            else:
+                similarity = _word_cosine(words, set(query_words(passage.text)))
+            if same_key or similarity >= self.min_similarity:
+                scored.append((same_key, similarity, other))
+        scored.sort(key=lambda row: (not row[0], -row[1], row[2].pk))
+        return [_pair(item, other, similarity, same) for same, similarity, other in scored][
+            : self.k
+        ]
+
+
+def _pair(item: MemoryItem, other: MemoryItem, similarity: float, same_key: bool) -> Pair:
+    if (other.created_at, other.pk) > (item.created_at, item.pk):
+        return Pair(other, item, similarity, same_key)
+    return Pair(item, other, similarity, same_key)
+
+
+def _vector(blob: Any) -> np.ndarray | None:
+    if not blob:
+        return None
+    return np.frombuffer(bytes(blob), dtype=np.float32)
+
+
+def _word_cosine(a: set[str], b: set[str]) -> float:
+    if not a or not b:
+        return 0.0
+    return len(a & b) / float(np.sqrt(len(a) * len(b)))
+
+
+# --- the call ------------------------------------------------------------------------------------
+
+
+def prompt(strategy: str, pair: Pair) -> list[LlmMessage]:
+    """The call's messages: the strategy's task, then the two statements (older first)."""
+
+    def statement(label: str, item: MemoryItem) -> str:
+        about = f", key {item.key!r}" if item.key else ""
+        written = item.created_at.strftime("%Y-%m-%d %H:%M UTC")
+        return (
+            f"{label} ({item.public_id}, {item.scope} scope{about}, written {written}):\n"
+            f"{item.content[:MAX_STATEMENT]}"
+        )
+
+    return [
+        LlmMessage("system", SYSTEM_PROMPT.format(task=TASKS[strategy])),
+        LlmMessage(
+            "user",
+            f"{statement('OLDER', pair.older)}\n\n{statement('NEWER', pair.newer)}\n\n"
+            "Answer with the JSON object only.",
+        ),
+    ]
+
+
+def _ask(
+    provider: Any, strategy: str, pair: Pair, report: LinkerReport
+) -> tuple[Verdict | None, str]:
+    try:
+        answer = collect(
+            provider.stream(prompt(strategy, pair), None, CallInfo(engine=ENGINE, step=strategy))
+        )
+    except Exception as exc:  # noqa: BLE001 (any provider failure is this call's, not the run's)
+        return None, f"the LLM call failed: {exc}"
+    report.prompt_tokens += answer.usage.prompt_tokens
+    report.completion_tokens += answer.usage.completion_tokens
+    try:
+        return parse_verdict(answer.text), ""
+    except ValueError as exc:
+        return None, f"the answer is not a verdict: {exc}"
+
+
+def parse_verdict(text: str) -> Verdict:
+    """The verdict of an answer (a JSON object, perhaps in a ```json fence); ValueError saying
+    what does not fit."""
+    stripped = text.strip()
+    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, re.DOTALL)
+    if fenced:
+        stripped = fenced.group(1)
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError(f"no JSON object in {_short(text)!r}")
+    try:
+        data = json.loads(stripped[start : end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg}) in {_short(text)!r}") from None
+    if not isinstance(data, dict):
+        raise ValueError("the JSON is not an object")
+    reasoning, verdict, confidence = (data.get(k) for k in ("reasoning", "verdict", "confidence"))
+    if not isinstance(reasoning, str) or not reasoning.strip():
+        raise ValueError("reasoning must be a non-empty string")
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not 0 <= confidence <= 1
+    ):
+        raise ValueError(f"confidence must be a number from 0 to 1, not {confidence!r}")
+    return Verdict(reasoning.strip(), str(verdict), float(confidence))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+# --- what a verdict writes -----------------------------------------------------------------------
+
+
+def _record(
+    project: Project,
+    pair: Pair,
+    strategy: str,
+    run_id: str,
+    verdict: Verdict | None,
+    error: str = "",
+    edge: KnowledgeEdge | None = None,
+) -> LinkerVerdict:
+    row, _ = LinkerVerdict.objects.update_or_create(
+        newer_id=pair.newer.pk,
+        older_id=pair.older.pk,
+        strategy=strategy,
+        defaults={
+            "tenant_id": project.tenant_id,
+            "project": project,
+            "verdict": verdict.verdict if verdict else ERROR,
+            "confidence": verdict.confidence if verdict else None,
+            "reasoning": verdict.reasoning if verdict else "",
+            "error": error[:2000],
+            "edge": edge,
+            "run_id": run_id,
+            "approval_id": "",
+            "created_at": timezone.now(),
+        },
+    )
+    return row
+
+
+def _apply(
+    project: Project,
+    pair: Pair,
+    strategy: str,
+    verdict: Verdict,
+    run_id: str,
+    threshold: float,
+    poster: ApprovalPoster | None,
+    report: LinkerReport,
+) -> None:
+    if verdict.verdict == "unrelated":
+        _record(project, pair, strategy, run_id, verdict)
+        return
+    kind = EdgeType.CONTRADICTS if verdict.verdict == "contradicts" else EdgeType.SUPPORTS
+    edge = add_edge(
+        kind,
+        Node(item=pair.newer),
+        Node(item=pair.older),
+        verdict.confidence,
+        verdict.reasoning,
+        Author(EdgeAuthor.LINKER, run_id),
+    )
+    report.edges_created[kind.value] += 1
+    row = _record(project, pair, strategy, run_id, verdict, edge=edge)
+    if kind != EdgeType.CONTRADICTS:
+        return
+    if verdict.confidence >= threshold:
+        invalidate_item(pair.older, _contradicted(edge, pair.newer, run_id))
+        report.items_invalidated.append(pair.older.public_id)
+        return
+    if poster is None:
+        raise RuntimeError("no approval poster is registered for uncertain contradictions")
+    approval = poster(
+        Uncertain(
+            project,
+            run_id,
+            edge,
+            pair.newer,
+            pair.older,
+            verdict.reasoning,
+            verdict.confidence,
+            threshold,
+        )
+    )
+    LinkerVerdict.objects.filter(pk=row.pk).update(approval_id=approval)
+    report.approvals_posted.append(approval)
+
+
+def _contradicted(edge: KnowledgeEdge, newer: MemoryItem, run_id: str) -> str:
+    by = f", linker {run_id}" if run_id else ""
+    return f"contradicted by {newer.public_id} ({edge.public_id}{by})"
+
+
+# --- a person's answer ---------------------------------------------------------------------------
+
+
+def settle_approval(approval_id: str, approved: bool, by: str) -> str | None:
+    """A person's answer to the APPROVAL of an uncertain contradiction (`approval_id`, its
+    inb_ id): approve invalidates the older item (the edge stays), reject invalidates the
+    edge. What was done, for the item's note; None when no verdict asked for `approval_id`."""
+    row = (
+        LinkerVerdict.objects.select_related("edge", "newer", "older")
+        .filter(approval_id=approval_id)
+        .first()
+    )
+    if row is None or row.edge is None:
+        return None
+    if approved:
+        reason = f"{_contradicted(row.edge, row.newer, row.run_id)}, approved by {by}"
+        invalidate_item(row.older, reason)
+        return f"{row.older.public_id} invalidated; {row.edge.public_id} stays"
+    invalidate_edge(row.edge, f"rejected by {by}")
+    return f"{row.edge.public_id} invalidated; {row.older.public_id} stays"
