@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.config.helpers import set_value
 from tests.conftest import Tenancy
@@ -325,3 +327,22 @@ def test_a_verdict_in_a_json_fence_is_read() -> None:
 def test_an_unknown_strategy_is_refused() -> None:
     with pytest.raises(Exception, match="unknown strategy 'guess'"):
         linker.check_strategies(["guess"])
+
+
+def test_the_script_of_docs_engines_md_drives_the_linker_as_the_page_says(
+    alice: Tenancy, script: Any
+) -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "engines.md"
+    marker = "# VANCETOPE_LLM_SCRIPT: one contradiction, everything else unrelated\n"
+    block = docs.read_text().split(marker, 1)[1].split("```", 1)[0]
+    script(yaml.safe_load(block))
+    items = six_items(alice)
+    report = linker.run_linker(alice.project, ["contradiction_scan"], 10, run_id="run_13")
+    edge = KnowledgeEdge.objects.get()
+    assert (edge.type, edge.from_item_id, edge.to_item_id) == (
+        "contradicts",
+        items[-1].pk,
+        items[0].pk,
+    )
+    assert edge.reasoning == "One engine cannot be both."
+    assert report.items_invalidated == [items[0].public_id]

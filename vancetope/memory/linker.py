@@ -24,90 +24,57 @@ registers its approval poster (`register_approval_poster`).
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import numpy as np
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from vancetope.config import keys
 from vancetope.config.llm import llm_config, project_settings
 from vancetope.errors import BadRequest
-from vancetope.llm.base import CallInfo, LlmMessage, collect
+from vancetope.llm.base import CallInfo, collect
 from vancetope.llm.factory import get_provider
 from vancetope.memory.graph import Author, Node, add_edge, invalidate_edge
 from vancetope.memory.items import invalidate_item, visible_items
-from vancetope.memory.lexical import lexical_ids, query_words
-from vancetope.memory.models import (
-    EdgeAuthor,
-    EdgeType,
-    KnowledgeEdge,
-    LinkerVerdict,
-    MemoryItem,
-    Passage,
+from vancetope.memory.linker_pairs import ERROR, Neighbours, Pair, both_valid, judged
+from vancetope.memory.linker_prompt import (
+    CONTRADICTION_SCAN,
+    STRATEGIES,
+    SUPPORT_SCAN,
+    VERDICTS,
+    Verdict,
+    parse_verdict,
+    prompt,
 )
-from vancetope.memory.scopes import Reach, project_reach
-from vancetope.memory.vectors import get_store
+from vancetope.memory.models import EdgeAuthor, EdgeType, KnowledgeEdge, LinkerVerdict, MemoryItem
+from vancetope.memory.scopes import project_reach
 from vancetope.tenancy.models import Project
+
+__all__ = [
+    "CONTRADICTION_SCAN",
+    "STRATEGIES",
+    "SUPPORT_SCAN",
+    "VERDICTS",
+    "LinkerReport",
+    "Pair",
+    "Uncertain",
+    "Verdict",
+    "check_strategies",
+    "parse_verdict",
+    "register_approval_poster",
+    "run_linker",
+    "settle_approval",
+]
 
 log = logging.getLogger(__name__)
 
 ENGINE = "brain_linker"
-CONTRADICTION_SCAN = "contradiction_scan"
-SUPPORT_SCAN = "support_scan"
-STRATEGIES = (CONTRADICTION_SCAN, SUPPORT_SCAN)
-VERDICTS = ("contradicts", "supports", "unrelated")
-ERROR = "error"
 # Recent items one run looks at (oldest first); the next run takes the rest.
 MAX_RECENT = 500
-# The text of an item the LLM is shown.
-MAX_STATEMENT = 4_000
-
-SYSTEM_PROMPT = """You check a knowledge base for statements that contradict or support \
-each other. You are given two statements, OLDER and NEWER, about the same subject.
-{task}
-Answer with exactly one JSON object and nothing else, with these keys in this order:
-{{"reasoning": "<your reasoning, written first, before you decide>", \
-"verdict": "contradicts" | "supports" | "unrelated", "confidence": <a number from 0 to 1>}}
-- "contradicts": both cannot be true at the same time.
-- "supports": the newer statement backs up or confirms the older one.
-- "unrelated": neither (different subjects, or compatible facts that do not confirm each other).
-"confidence" is how sure you are of the verdict."""
-
-TASKS = {
-    CONTRADICTION_SCAN: "Your task: decide whether the NEWER statement contradicts the OLDER "
-    "one. Different details that can both hold are not a contradiction.",
-    SUPPORT_SCAN: "Your task: decide whether the NEWER statement supports (confirms, gives "
-    "evidence for) the OLDER one.",
-}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    reasoning: str
-    verdict: str
-    confidence: float
-
-
-@dataclass(frozen=True)
-class Pair:
-    """Two valid items on one subject; `newer` was written after `older`."""
-
-    newer: MemoryItem
-    older: MemoryItem
-    similarity: float
-    same_key: bool
-
-    @property
-    def key(self) -> tuple[int, int]:
-        return (self.newer.pk, self.older.pk)
 
 
 @dataclass(frozen=True)
@@ -221,7 +188,7 @@ def run_linker(
         hours = int(cascade.value(keys.LINKER_WINDOW_HOURS.name))
         since = timezone.now() - timedelta(hours=hours)
     report = LinkerReport(run_id=run_id, strategies=names, max_llm_calls=limit, since=since)
-    finder = _Neighbours(
+    finder = Neighbours(
         project_reach(project),
         int(cascade.value(keys.LINKER_NEIGHBOURS.name)),
         float(cascade.value(keys.LINKER_MIN_SIMILARITY.name)),
@@ -260,7 +227,7 @@ def run_linker(
 
 
 def _candidates(
-    recent: list[MemoryItem], strategies: list[str], finder: _Neighbours, report: LinkerReport
+    recent: list[MemoryItem], strategies: list[str], finder: Neighbours, report: LinkerReport
 ) -> Iterator[tuple[str, Pair]]:
     """The (strategy, pair) calls to make, lazily: whether a pair is still worth asking is
     decided just before it is asked (an earlier verdict may have invalidated one of its
@@ -273,123 +240,13 @@ def _candidates(
                     continue
                 seen.add(pair.key)
                 report.pairs_considered += 1
-                if not _both_valid(pair) or _judged(pair, strategy):
+                if not both_valid(pair) or judged(pair, strategy):
                     report.pairs_skipped += 1
                     continue
                 yield strategy, pair
 
 
-def _both_valid(pair: Pair) -> bool:
-    ids = [pair.newer.pk, pair.older.pk]
-    return MemoryItem.objects.filter(pk__in=ids, valid_to__isnull=True).count() == 2
-
-
-def _judged(pair: Pair, strategy: str) -> bool:
-    """Judged before by this strategy (a call that failed does not count), or joined by a
-    valid contradicts or supports edge already."""
-    verdicts = LinkerVerdict.objects.filter(
-        newer_id=pair.newer.pk, older_id=pair.older.pk, strategy=strategy
-    ).exclude(verdict=ERROR)
-    if verdicts.exists():
-        return True
-    a, b = pair.key
-    joined = Q(from_item_id=a, to_item_id=b) | Q(from_item_id=b, to_item_id=a)
-    return (
-        KnowledgeEdge.objects.filter(joined, valid_to__isnull=True)
-        .filter(type__in=[EdgeType.CONTRADICTS, EdgeType.SUPPORTS])
-        .exists()
-    )
-
-
-class _Neighbours:
-    """An item's nearest valid neighbours on the same subject, as the project sees them."""
-
-    def __init__(self, reach: Reach, k: int, min_similarity: float) -> None:
-        self.reach, self.k, self.min_similarity = reach, k, min_similarity
-        self._found: dict[int, list[Pair]] = {}
-
-    def pairs_of(self, item: MemoryItem) -> list[Pair]:
-        if item.pk not in self._found:
-            self._found[item.pk] = self._search(item)
-        return self._found[item.pk]
-
-    def _search(self, item: MemoryItem) -> list[Pair]:
-        own = Passage.objects.filter(item=item).only("pk", "vector", "text").first()
-        if own is None:
-            return []  # invalidated since it was read
-        vector = _vector(own.vector)
-        depth = self.k * 4 + 10
-        passages: list[int] = lexical_ids(self.reach, own.text, depth)
-        if vector is not None and self.reach.tenant_ids:
-            passages += get_store().nearest(sorted(self.reach.tenant_ids), vector, depth)
-        near = Q(pk__in=passages)
-        if item.key:
-            near |= Q(item__key=item.key)
-        candidates = (
-            Passage.objects.filter(self.reach.q(), near, item__isnull=False)
-            .exclude(item_id=item.pk)
-            .filter(item__valid_to__isnull=True)
-            .select_related("item")
-        )
-        words = set(query_words(own.text))
-        scored: list[tuple[bool, float, MemoryItem]] = []
-        for passage in candidates:
-            other = passage.item
-            assert other is not None
-            same_key = bool(item.key) and other.key == item.key
-            theirs = _vector(passage.vector)
-            if vector is not None and theirs is not None and len(theirs) == len(vector):
-                similarity = float(np.dot(vector, theirs))
-            else:
-                similarity = _word_cosine(words, set(query_words(passage.text)))
-            if same_key or similarity >= self.min_similarity:
-                scored.append((same_key, similarity, other))
-        scored.sort(key=lambda row: (not row[0], -row[1], row[2].pk))
-        return [_pair(item, other, similarity, same) for same, similarity, other in scored][
-            : self.k
-        ]
-
-
-def _pair(item: MemoryItem, other: MemoryItem, similarity: float, same_key: bool) -> Pair:
-    if (other.created_at, other.pk) > (item.created_at, item.pk):
-        return Pair(other, item, similarity, same_key)
-    return Pair(item, other, similarity, same_key)
-
-
-def _vector(blob: Any) -> np.ndarray | None:
-    if not blob:
-        return None
-    return np.frombuffer(bytes(blob), dtype=np.float32)
-
-
-def _word_cosine(a: set[str], b: set[str]) -> float:
-    if not a or not b:
-        return 0.0
-    return len(a & b) / float(np.sqrt(len(a) * len(b)))
-
-
 # --- the call ------------------------------------------------------------------------------------
-
-
-def prompt(strategy: str, pair: Pair) -> list[LlmMessage]:
-    """The call's messages: the strategy's task, then the two statements (older first)."""
-
-    def statement(label: str, item: MemoryItem) -> str:
-        about = f", key {item.key!r}" if item.key else ""
-        written = item.created_at.strftime("%Y-%m-%d %H:%M UTC")
-        return (
-            f"{label} ({item.public_id}, {item.scope} scope{about}, written {written}):\n"
-            f"{item.content[:MAX_STATEMENT]}"
-        )
-
-    return [
-        LlmMessage("system", SYSTEM_PROMPT.format(task=TASKS[strategy])),
-        LlmMessage(
-            "user",
-            f"{statement('OLDER', pair.older)}\n\n{statement('NEWER', pair.newer)}\n\n"
-            "Answer with the JSON object only.",
-        ),
-    ]
 
 
 def _ask(
@@ -407,40 +264,6 @@ def _ask(
         return parse_verdict(answer.text), ""
     except ValueError as exc:
         return None, f"the answer is not a verdict: {exc}"
-
-
-def parse_verdict(text: str) -> Verdict:
-    """The verdict of an answer (a JSON object, perhaps in a ```json fence); ValueError saying
-    what does not fit."""
-    stripped = text.strip()
-    fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", stripped, re.DOTALL)
-    if fenced:
-        stripped = fenced.group(1)
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if start < 0 or end < start:
-        raise ValueError(f"no JSON object in {_short(text)!r}")
-    try:
-        data = json.loads(stripped[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON ({exc.msg}) in {_short(text)!r}") from None
-    if not isinstance(data, dict):
-        raise ValueError("the JSON is not an object")
-    reasoning, verdict, confidence = (data.get(k) for k in ("reasoning", "verdict", "confidence"))
-    if not isinstance(reasoning, str) or not reasoning.strip():
-        raise ValueError("reasoning must be a non-empty string")
-    if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
-    if (
-        isinstance(confidence, bool)
-        or not isinstance(confidence, int | float)
-        or not 0 <= confidence <= 1
-    ):
-        raise ValueError(f"confidence must be a number from 0 to 1, not {confidence!r}")
-    return Verdict(reasoning.strip(), str(verdict), float(confidence))
-
-
-def _short(text: str) -> str:
-    return text if len(text) <= 120 else text[:119] + "…"
 
 
 # --- what a verdict writes -----------------------------------------------------------------------
