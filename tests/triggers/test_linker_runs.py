@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from inbox.models import InboxItem, InboxKind, InboxStatus
 from sessions_app.models import ClientType, Session, SessionStatus
@@ -266,3 +267,16 @@ def test_a_run_through_the_real_openai_client_against_the_local_stub(alice, sett
     edge = KnowledgeEdge.objects.get()
     assert (edge.type, edge.reasoning, edge.confidence) == ("contradicts", "Two engines.", 0.9)
     assert MemoryItem.objects.get(pk=items[0].pk).valid_to is not None
+
+
+def test_an_operator_rejects_it_in_the_admin_through_the_same_service(alice, script, operator):
+    item, items = uncertain_contradiction(alice, script)
+    changelist = reverse("admin:inbox_inboxitem_changelist")
+    listing = operator.get(changelist).content.decode()
+    assert f"{item.origin_public_id} (no process: a system client&#x27;s)" in listing
+    response = operator.post(
+        changelist, {"action": "reject_items", "_selected_action": [item.pk]}, follow=True
+    )
+    assert response.status_code == 200
+    assert KnowledgeEdge.objects.get().invalidated_reason == "rejected by root"
+    assert MemoryItem.objects.filter(valid_to__isnull=True).count() == len(items)

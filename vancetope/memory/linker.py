@@ -106,8 +106,8 @@ class LinkerReport:
     strategies: list[str]
     max_llm_calls: int
     since: datetime | None = None
-    # Distinct (pair, strategy) candidates found, and those not asked (judged before, or an
-    # edge joins them already).
+    # Distinct (pair, strategy) candidates found, and those not asked (judged before, an
+    # edge joins them already, or one of them was invalidated meanwhile).
     pairs_considered: int = 0
     pairs_skipped: int = 0
     llm_calls: int = 0
@@ -143,7 +143,7 @@ class LinkerReport:
         """One line for the run's record."""
         parts = [
             f"{self.llm_calls} of at most {self.max_llm_calls} LLM calls",
-            f"{self.pairs_considered} pairs considered ({self.pairs_skipped} judged before)",
+            f"{self.pairs_considered} pairs considered ({self.pairs_skipped} not asked)",
             ", ".join(f"{count} {kind}" for kind, count in self.edges_created.items()) + " edges",
         ]
         if self.items_invalidated:
