@@ -209,9 +209,16 @@ def test_a_later_run_looks_only_at_items_written_since_the_last_completed_run(al
     job = linker_job(alice)
     first = run_now(alice, job)
     assert first.llm_calls == 1
-    # nothing new since: the second run asks nothing
+    # nothing new since: the second run finds no recent item, so no pair at all
     second = run_now(alice, job)
     assert (second.status, second.llm_calls) == (RunStatus.COMPLETED, 0)
+    assert "0 pairs considered" in second.transitions.get(to_status="completed").detail
+    # an item written after it is recent for the third, which pairs it with its neighbour
+    newest = write(alice, "The production database runs on MariaDB 11.")
+    embedded()
+    third = run_now(alice, job)
+    assert third.llm_calls >= 1
+    assert KnowledgeEdge.objects.filter(from_item=newest).count() == 0  # unrelated, per script
 
 
 @pytest.mark.parametrize(
