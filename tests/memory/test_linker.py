@@ -346,3 +346,21 @@ def test_the_script_of_docs_engines_md_drives_the_linker_as_the_page_says(
     )
     assert edge.reasoning == "One engine cannot be both."
     assert report.items_invalidated == [items[0].public_id]
+
+
+def test_an_uncertain_contradiction_with_no_approval_poster_is_an_error_that_writes_nothing(
+    alice: Tenancy, script: Any
+) -> None:
+    script(contradiction_script(confidence=0.5))
+    items = six_items(alice)
+    report = linker.run_linker(alice.project, ["contradiction_scan"], 10, run_id="run_14")
+    assert report.errors == [
+        f"{items[-1].public_id}/{items[0].public_id}: RuntimeError: this run has no approval "
+        "poster for uncertain contradictions"
+    ]
+    assert report.edges_created == {"contradicts": 0, "supports": 0}
+    assert report.status == "failed"
+    # the verdict's writes went back with it: no edge, no record, asked again next time
+    assert not KnowledgeEdge.objects.exists()
+    assert not LinkerVerdict.objects.exists()
+    assert MemoryItem.objects.filter(valid_to__isnull=True).count() == 6

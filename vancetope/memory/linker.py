@@ -16,10 +16,11 @@ is one JSON object, reasoning first: `{"reasoning", "verdict": contradicts|suppo
 edge and is reported; the run goes on. The run stops at `max_llm_calls`.
 
 A `contradicts` verdict writes the edge newer → older; at or above
-`linker.contradictionThreshold` it invalidates the older item, below it the app's registered
-approval poster asks a person (an APPROVAL inbox item), whose answer `settle_approval` applies.
-A `supports` verdict writes the edge newer → older. This kernel imports no app: the app
-registers its approval poster (`register_approval_poster`).
+`linker.contradictionThreshold` it invalidates the older item, below it the run's approval
+poster asks a person (an APPROVAL inbox item), whose answer `settle_approval` applies.
+A `supports` verdict writes the edge newer → older. This kernel imports no app: the app that
+runs it hands it its approval poster (`run_linker(..., ask=...)`: triggers/linker.py posts to
+the inbox of the run's owner).
 """
 
 from __future__ import annotations
@@ -65,7 +66,6 @@ __all__ = [
     "Verdict",
     "check_strategies",
     "parse_verdict",
-    "register_approval_poster",
     "run_linker",
     "settle_approval",
 ]
@@ -93,11 +93,6 @@ class Uncertain:
 
 # Posts the APPROVAL of an uncertain contradiction; answers the inbox item's public id.
 ApprovalPoster = Callable[[Uncertain], str]
-_approval_poster: list[ApprovalPoster] = []
-
-
-def register_approval_poster(poster: ApprovalPoster) -> None:
-    _approval_poster[:] = [poster]
 
 
 @dataclass
@@ -195,7 +190,7 @@ def run_linker(
     )
     threshold = float(cascade.value(keys.LINKER_THRESHOLD.name))
     provider = get_provider(llm_config(cascade))
-    poster = ask or (_approval_poster[0] if _approval_poster else None)
+    poster = ask
     recent = list(
         visible_items(finder.reach)
         .filter(created_at__gt=since)
@@ -214,7 +209,7 @@ def run_linker(
             continue
         try:
             with transaction.atomic():
-                _apply(project, pair, strategy, verdict, run_id, threshold, poster, report)
+                applied = _apply(project, pair, strategy, verdict, run_id, threshold, poster)
         except Exception as exc:
             log.exception("linker %s: applying a verdict failed", run_id)
             report.errors.append(
@@ -222,6 +217,12 @@ def run_linker(
             )
             continue
         report.verdicts += 1
+        if applied.edge:
+            report.edges_created[applied.edge] += 1
+        if applied.invalidated:
+            report.items_invalidated.append(applied.invalidated)
+        if applied.approval:
+            report.approvals_posted.append(applied.approval)
     log.info("linker %s on %s: %s", run_id or "-", project.public_id, report.summary())
     return report
 
@@ -298,6 +299,13 @@ def _record(
     return row
 
 
+@dataclass(frozen=True)
+class Applied:
+    edge: str = ""  # the type of the edge written
+    invalidated: str = ""  # the item invalidated
+    approval: str = ""  # the approval asked for
+
+
 def _apply(
     project: Project,
     pair: Pair,
@@ -306,11 +314,11 @@ def _apply(
     run_id: str,
     threshold: float,
     poster: ApprovalPoster | None,
-    report: LinkerReport,
-) -> None:
+) -> Applied:
+    """What the verdict writes (in the caller's transaction: all of it, or none)."""
     if verdict.verdict == "unrelated":
         _record(project, pair, strategy, run_id, verdict)
-        return
+        return Applied()
     kind = EdgeType.CONTRADICTS if verdict.verdict == "contradicts" else EdgeType.SUPPORTS
     edge = add_edge(
         kind,
@@ -320,16 +328,14 @@ def _apply(
         verdict.reasoning,
         Author(EdgeAuthor.LINKER, run_id),
     )
-    report.edges_created[kind.value] += 1
     row = _record(project, pair, strategy, run_id, verdict, edge=edge)
     if kind != EdgeType.CONTRADICTS:
-        return
+        return Applied(kind.value)
     if verdict.confidence >= threshold:
         invalidate_item(pair.older, _contradicted(edge, pair.newer, run_id))
-        report.items_invalidated.append(pair.older.public_id)
-        return
+        return Applied(kind.value, invalidated=pair.older.public_id)
     if poster is None:
-        raise RuntimeError("no approval poster is registered for uncertain contradictions")
+        raise RuntimeError("this run has no approval poster for uncertain contradictions")
     approval = poster(
         Uncertain(
             project,
@@ -343,7 +349,7 @@ def _apply(
         )
     )
     LinkerVerdict.objects.filter(pk=row.pk).update(approval_id=approval)
-    report.approvals_posted.append(approval)
+    return Applied(kind.value, approval=approval)
 
 
 def _contradicted(edge: KnowledgeEdge, newer: MemoryItem, run_id: str) -> str:
