@@ -156,6 +156,8 @@ class InboxItemAdmin(admin.ModelAdmin):
     def origin(self, item: InboxItem) -> SafeString | str:
         """The process that posted it, linked to its admin page while its row exists."""
         if item.origin_process_id is None:
+            if not item.origin_public_id.startswith("tp_"):
+                return f"{item.origin_public_id} (no process: a system client's)"
             return f"{item.origin_public_id} (gone)"
         url = reverse("admin:processes_thinkprocess_change", args=[item.origin_process_id])
         return format_html('<a href="{}">{}</a>', url, item.origin_public_id)

@@ -4,7 +4,9 @@ An answer goes to the process that posted the item as an INBOX_ANSWER pending me
 wakes it), exactly once: only the caller whose compare-and-swap moved the item out of OPEN
 delivers it, in the same transaction. An item outlives its process: an answer to an item whose
 process is CLOSED or gone is stored with `origin_delivered=False` and the reason; nothing waits
-for it.
+for it. An item no process posted (a system client's: the brain linker's APPROVAL, whose
+origin is its run) has its answer settled by the handler registered for its origin's prefix
+(`on_origin_answered`), in the answer's transaction; the inbox imports none of it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,20 @@ def on_item_posted(listener: PostedListener) -> None:
     """Register `listener` (once; a second registration of the same function is ignored)."""
     if listener not in _posted_listeners:
         _posted_listeners.append(listener)
+
+
+# An item a system client posted has no origin process: its answer goes to the handler its
+# poster registered for the origin's prefix (the brain linker's items: `run_`, registered by
+# triggers/), inside the answer's transaction. A handler answers the item's note ("" if none),
+# or None when the item is none of its own.
+AnswerHandler = Callable[[InboxItem, dict[str, Any], Any], str | None]
+_answer_handlers: dict[str, AnswerHandler] = {}
+
+
+def on_origin_answered(prefix: str, handler: AnswerHandler) -> None:
+    """Register `handler` for the answers of process-less items whose origin starts with
+    `prefix` (one handler per prefix; registering again replaces it)."""
+    _answer_handlers[prefix] = handler
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,43 @@ def post_item(
     """A new OPEN item of the process's session's owner (or of `user`: the person a system
     run works for), announced to their open sessions. A kind, title, option or default
     action that does not fit is a 400 naming it."""
+    session = process.session
+    item = _checked_item(kind, title, body, options, expires_at, default_action)
+    item.project_id = session.project_id
+    item.user_id = user.pk if user is not None else session.owner_id
+    item.origin_process = process
+    item.origin_public_id = process.public_id
+    return _post(item)
+
+
+def post_system_item(
+    project: Any,
+    user: Any,
+    origin_id: str,
+    kind: str,
+    title: str,
+    body: str,
+    *,
+    options: list[str] | None = None,
+) -> InboxItem:
+    """A new OPEN item of `user` that no process posted: a system client's (the brain
+    linker's, `origin_id` its run). Its answer goes to the handler registered for the
+    origin's prefix (`on_origin_answered`)."""
+    item = _checked_item(kind, title, body, options, None, None)
+    item.project_id = project.pk
+    item.user_id = user.pk
+    item.origin_public_id = origin_id
+    return _post(item)
+
+
+def _checked_item(
+    kind: str,
+    title: str,
+    body: str,
+    options: list[str] | None,
+    expires_at: datetime | None,
+    default_action: dict[str, Any] | None,
+) -> InboxItem:
     if kind not in InboxKind.values:
         raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}, not {kind!r}")
     title = title.strip()
@@ -125,12 +178,7 @@ def post_item(
         if kind not in SHAPES:
             raise field_error("defaultAction", f"an {kind} item takes no answer")
         default_action = checked_answer(kind, options, default_action, where="defaultAction")
-    session = process.session
-    item = InboxItem(
-        project_id=session.project_id,
-        user_id=user.pk if user is not None else session.owner_id,
-        origin_process=process,
-        origin_public_id=process.public_id,
+    return InboxItem(
         kind=kind,
         title=title,
         body=body,
@@ -138,6 +186,9 @@ def post_item(
         expires_at=expires_at,
         default_action=default_action,
     )
+
+
+def _post(item: InboxItem) -> InboxItem:
     transitions.post(item)
     for listener in _posted_listeners:
         try:
@@ -178,7 +229,7 @@ def answer_item(item: InboxItem, answer: Any, *, by: Any) -> Answered:
         InboxCall.ANSWER,
         by=by,
         changes={"answer": checked, "answered_by": by, "answered_at": timezone.now()},
-        then=_delivering(checked, text),
+        then=_delivering(checked, text, by),
         detail=text,
     )
     if not moved:
@@ -187,15 +238,30 @@ def answer_item(item: InboxItem, answer: Any, *, by: Any) -> Answered:
     return Answered(item, delivered=bool(item.origin_delivered))
 
 
-def _delivering(answer: dict[str, Any], text: str) -> Callable[[InboxItem], dict[str, Any]]:
+def _delivering(
+    answer: dict[str, Any], text: str, by: Any = None
+) -> Callable[[InboxItem], dict[str, Any]]:
     """The delivery of this answer, run by the transition that wins (see transitions.apply)."""
-    return lambda item: _deliver(item, answer, text)
+    return lambda item: _deliver(item, answer, text, by)
 
 
-def _deliver(item: InboxItem, answer: dict[str, Any], text: str) -> dict[str, Any]:
-    """The answer as an INBOX_ANSWER pending message of the origin process (waking it); the
-    item's changes that say whether it got there."""
+def _deliver(item: InboxItem, answer: dict[str, Any], text: str, by: Any) -> dict[str, Any]:
+    """The answer as an INBOX_ANSWER pending message of the origin process (waking it), or
+    to the handler of a process-less item's origin; the item's changes that say whether it
+    got there."""
     payload = {"text": text, "itemId": item.public_id, "answer": answer}
+    if item.origin_process_id is None and answer:
+        handler = next(
+            (
+                found
+                for prefix, found in _answer_handlers.items()
+                if item.origin_public_id.startswith(prefix)
+            ),
+            None,
+        )
+        note = handler(item, answer, by) if handler is not None else None
+        if note is not None:
+            return {"origin_delivered": True, "origin_note": note}
     if item.origin_process_id is not None:
         if deliver(item.origin_process_id, PendingKind.INBOX_ANSWER, payload) is not None:
             return {"origin_delivered": True, "origin_note": ""}

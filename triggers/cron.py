@@ -33,6 +33,7 @@ from triggers.models import CronAction, CronJob, CronOverlap
 from triggers.workflows import field_error, get_visible_workflow, instantiate
 from vancetope.errors import BadRequest
 from vancetope.ids import get_by_public_id, parse_public_id
+from vancetope.memory import linker
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
@@ -186,6 +187,13 @@ def checked_action(owner: Any, action: Any) -> tuple[dict[str, Any], Project | N
             isinstance(item, str) and item for item in strategies
         ):
             raise field_error("action.strategies", "must be a list of strategy names")
+        unknown = [name for name in strategies if name not in linker.STRATEGIES]
+        if unknown:
+            raise field_error(
+                "action.strategies",
+                f"unknown strategy {unknown[0]!r}; use {', '.join(linker.STRATEGIES)}",
+            )
+        strategies = list(dict.fromkeys(strategies)) or list(linker.STRATEGIES)
         limits = _object(action.get("constraints", {}), "action.constraints", {"maxLlmCalls"})
         calls = limits.get("maxLlmCalls")
         constraints = {

@@ -12,7 +12,8 @@ person's client would:
   The process keeps its own session; the run ends when it settles (`continuation_settled`,
   registered in TriggersConfig.ready), which writes the outcome and closes the run's session.
 - `run_workflow` is triggers.runs.run_workflow with the cron trigger, for the job's owner.
-- `brain_linker` is refused in the run log until the memory module's linker exists.
+- `brain_linker` is triggers.linker.run_linker_job: the memory kernel's linker over the job's
+  project, as a system client (client type `brain_linker`) with its run log.
 
 Every firing keeps its outcome (ran → its run, skipped with the reason, failed with the error)
 so that a person can tell why a schedule did not run.
@@ -40,6 +41,7 @@ from sessions_app import services as sessions
 from sessions_app.models import ClientType, Session
 from triggers import run_events, runs, transitions
 from triggers.cron import due_minute, get_visible_job
+from triggers.linker import run_linker_job
 from triggers.models import (
     CronAction,
     CronFiring,
@@ -55,8 +57,6 @@ from vancetope.errors import BrainError, NotFound
 from vancetope.ids import parse_public_id
 
 log = logging.getLogger(__name__)
-
-LINKER_MISSING = "brain_linker: the memory module's linker is not built yet"
 
 
 class _ClaimedBefore(Exception):  # noqa: N818 (not an error: another copy claimed the firing)
@@ -142,9 +142,7 @@ def _run_action(job: CronJob) -> RunLog:
         action = job.action
         return runs.run_workflow(job.owner, action["workflowId"], action["input"], trigger).run
     if kind == CronAction.BRAIN_LINKER:
-        run = _new_run(job, None, None)
-        _finish(run, RunStatus.FAILED, {"error": LINKER_MISSING})
-        return run
+        return run_linker_job(job)
     raise AssertionError(f"{kind}: opened in the claim's transaction")
 
 

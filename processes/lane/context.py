@@ -30,9 +30,10 @@ from sessions_app.event_sink import Event, EventSink
 from spaces.capability import space_for
 from vancetope.config import keys
 from vancetope.config.cascade import Effective, current_revision, session_values
+from vancetope.config.llm import llm_config
 from vancetope.errors import Conflict
 from vancetope.llm.base import CallInfo
-from vancetope.llm.factory import LlmConfig, get_provider
+from vancetope.llm.factory import get_provider
 from vancetope.memory.capability import MemoryAccess
 from vancetope.tools.health import ToolHealthAccess
 
@@ -137,16 +138,6 @@ def build_context(
 def _whereabouts(process: ThinkProcess) -> tuple[int, int, int]:
     session = process.session
     return session.project_id, session.pk, session.owner_id
-
-
-def llm_config(cascade: Effective) -> LlmConfig:
-    """The provider the process's settings select."""
-    return LlmConfig(
-        kind=str(cascade.value(keys.PROVIDER.name)),
-        model=str(cascade.value(keys.MODEL.name)),
-        base_url=str(cascade.value(keys.BASE_URL.name)),
-        api_key=str(cascade.value(keys.API_KEY.name)),
-    )
 
 
 def _before_llm_call(budget: TreeBudget, usage: TurnUsage) -> None:

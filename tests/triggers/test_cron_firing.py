@@ -21,7 +21,7 @@ from tests.conftest import Tenancy, wait_until
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
 from tests.triggers.test_cron_jobs import continue_body, paused_with_pending
 from triggers import cron
-from triggers.cron_fire import LINKER_MISSING, fire
+from triggers.cron_fire import fire
 from triggers.models import CronFiring, CronJob, FiringOutcome, RunLog, RunStatus
 from triggers.tasks import fire_cron
 
@@ -176,24 +176,6 @@ def test_a_run_workflow_job_with_a_missing_input_is_a_400_naming_it(alice):
     response = alice.api().post("/api/cron-jobs", body, format="json")
     assert response.status_code == 400
     assert response.json()["message"].startswith("action.input.topic:")
-
-
-def test_a_brain_linker_job_fails_in_its_run_log_with_the_reason(alice):
-    body = {
-        "projectId": alice.project_id,
-        "schedule": "30 2 * * *",
-        "action": {
-            "type": "brain_linker",
-            "strategies": ["contradictions"],
-            "constraints": {"maxLlmCalls": 20},
-        },
-    }
-    job = job_for(alice, body)
-    firing = fire(job.pk, NINE)
-    assert firing.outcome == FiringOutcome.FAILED
-    assert firing.reason == LINKER_MISSING
-    run = RunLog.objects.get(cron_id=job.public_id)
-    assert (run.status, run.error, run.trigger_type) == (RunStatus.FAILED, LINKER_MISSING, "cron")
 
 
 def test_a_job_on_a_running_process_fails_with_the_reason(alice, script):

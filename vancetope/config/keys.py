@@ -103,3 +103,71 @@ FALLBACK_MODEL = register(
         "synthesizer); empty: none. Default: VANCETOPE_LLM_FALLBACK_MODEL.",
     )
 )
+
+
+# --- the brain linker (vancetope/memory/linker.py, docs/memory.md) ------------------------------
+
+
+def _fraction(value: float) -> str:
+    return "" if 0.0 <= value <= 1.0 else f"must be between 0 and 1, not {value!r}"
+
+
+def _at_least(low: int) -> Any:
+    def check(value: int) -> str:
+        return "" if value >= low else f"must be at least {low}, not {value!r}"
+
+    return check
+
+
+LINKER_THRESHOLD = register(
+    SettingKey(
+        name="linker.contradictionThreshold",
+        type=SettingType.NUMBER,
+        default=0.8,
+        description="The brain linker's confidence at or above which a `contradicts` verdict "
+        "invalidates the older item; below it the verdict goes to the job owner's inbox as an "
+        "APPROVAL.",
+        check=_fraction,
+    )
+)
+LINKER_NEIGHBOURS = register(
+    SettingKey(
+        name="linker.neighbours",
+        type=SettingType.INTEGER,
+        default=3,
+        description="How many nearest neighbours on the same subject the brain linker pairs "
+        "each recent item with (never the whole graph).",
+        check=_at_least(1),
+    )
+)
+LINKER_MIN_SIMILARITY = register(
+    SettingKey(
+        name="linker.minSimilarity",
+        type=SettingType.NUMBER,
+        default=0.6,
+        description="The cosine similarity (of the items' vectors, or of their word sets when "
+        "an item has no vector) above which a neighbour with another key counts as on the same "
+        "subject; an item of the same key always does.",
+        check=_fraction,
+    )
+)
+LINKER_WINDOW_HOURS = register(
+    SettingKey(
+        name="linker.windowHours",
+        type=SettingType.INTEGER,
+        default=24,
+        description="The items the brain linker looks at when the project has no earlier "
+        "completed linker run: those created in the last this many hours.",
+        check=_at_least(1),
+    )
+)
+LINKER_MAX_LLM_CALLS = register(
+    SettingKey(
+        name="linker.maxLlmCalls",
+        type=SettingType.INTEGER,
+        default=50,
+        description="The brain linker's LLM calls per run when its cron action names no "
+        "maxLlmCalls.",
+        check=_at_least(1),
+    )
+)

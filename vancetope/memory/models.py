@@ -282,3 +282,42 @@ def node_id(item_id: int | None, chunk: DocumentChunk | None) -> str:
         return f"mem_{item_id}"
     assert chunk is not None
     return chunk_node_id(chunk.document_id, chunk.index)
+
+
+class LinkerVerdict(models.Model):
+    """One pair of items a brain-linker strategy judged (an LLM call that answered, or one that
+    failed): the next run does not ask about that pair with that strategy again. `newer` is the
+    later item of the pair; an edge the verdict wrote runs from it to `older`."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    newer = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="+")
+    older = models.ForeignKey(MemoryItem, on_delete=models.CASCADE, related_name="+")
+    strategy = models.CharField(max_length=32)
+    # contradicts, supports, unrelated; or "error" (the call failed or its answer did not fit).
+    verdict = models.CharField(max_length=12)
+    confidence = models.FloatField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    edge = models.ForeignKey(
+        KnowledgeEdge, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The linker run (its run_ id) and the APPROVAL it asked for (its inb_ id), if any: the
+    # kernel knows runs and inbox items only by their public ids.
+    run_id = models.CharField(max_length=40, blank=True)
+    approval_id = models.CharField(max_length=40, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["approval_id"], name="memory_verdict_approval"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["newer", "older", "strategy"], name="uniq_linker_verdict_pair"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.newer_id}/{self.older_id} {self.strategy}: {self.verdict}"
