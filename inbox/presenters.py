@@ -22,7 +22,11 @@ def item_data(item: InboxItem) -> dict[str, Any]:
         "answeredAt": iso(item.answered_at),
         "expiresAt": iso(item.expires_at),
         "defaultAction": item.default_action,
-        "originProcessId": item.origin_public_id,
+        # A process posted it (tp_), or a system client's run did (run_: the brain linker's).
+        "originProcessId": item.origin_public_id
+        if item.origin_public_id.startswith("tp_")
+        else None,
+        "originRunId": item.origin_public_id if item.origin_public_id.startswith("run_") else None,
         "originDelivered": item.origin_delivered,
         "originNote": item.origin_note or None,
         "projectId": item.project.public_id,

@@ -57,8 +57,13 @@ def inbox_panel(item: dict[str, Any]) -> Panel | Text:
     if item.get("options"):
         parts.append(Text("options: " + " | ".join(str(o) for o in item["options"]), "cyan"))
     parts.append(Text(f"answer with: {how_to_answer(item)}", style="dim"))
-    title = f"inbox {item_id} · {item.get('kind', '?')} · from {item.get('originProcessId', '?')}"
+    title = f"inbox {item_id} · {item.get('kind', '?')} · from {origin_of(item)}"
     return Panel(Group(*parts), title=title, title_align="left", border_style="yellow")
+
+
+def origin_of(item: dict[str, Any]) -> str:
+    """Who posted the item: its process, or a system client's run (the brain linker's)."""
+    return str(item.get("originProcessId") or item.get("originRunId") or "?")
 
 
 def inbox_table(items: list[dict[str, Any]], title: str = "Inbox") -> Table:
@@ -73,7 +78,7 @@ def inbox_table(items: list[dict[str, Any]], title: str = "Inbox") -> Table:
             str(item.get("kind", "")),
             Text(status, style=STATUS_STYLES.get(status, "")),
             str(item.get("title", "")),
-            str(item.get("originProcessId") or ""),
+            origin_of(item),
             " | ".join(str(option) for option in item.get("options") or []),
             ", ".join(f"{key}: {value}" for key, value in answer.items()),
             str(item.get("createdAt") or "")[:19].replace("T", " "),
@@ -85,6 +90,6 @@ def answered_text(data: dict[str, Any]) -> Text:
     """What an `inbox-answered` reply (or REST answer) says."""
     item = data.get("item") or {}
     if data.get("delivered"):
-        return Text(f"answered {item.get('id')}; {item.get('originProcessId')} has it", "green")
+        return Text(f"answered {item.get('id')}; {origin_of(item)} has it", "green")
     note = item.get("originNote") or "its process is gone"
     return Text(f"answered {item.get('id')}, but not delivered: {note}", style="yellow")

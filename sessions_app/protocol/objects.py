@@ -177,7 +177,10 @@ class InboxItemObject(Outgoing):
     expiresAt: str | None
     # What expiry answers (null: the item expires unanswered).
     defaultAction: dict[str, Any] | None
-    originProcessId: str
+    # The process that posted it; null for an item a system client's run posted (the brain
+    # linker's APPROVAL), whose run is originRunId.
+    originProcessId: str | None
+    originRunId: str | None
     # Null until there is an answer to deliver; false with originNote when it reached no
     # process.
     originDelivered: bool | None

@@ -117,6 +117,9 @@ def test_a_low_confidence_contradiction_becomes_an_open_approval_and_invalidates
     assert item.origin_process_id is None
     run = RunLog.objects.get()
     assert item.origin_public_id == run.public_id
+    # over REST it names its run, and no process
+    shown = alice.api().get(f"/api/inbox/{item.public_id}").json()
+    assert (shown["originProcessId"], shown["originRunId"]) == (None, run.public_id)
     assert postgres.content in item.body
     assert mysql.content in item.body
     assert "One engine cannot be both." in item.body

@@ -49,9 +49,11 @@ window.InboxPanel = (function () {
       node.dataset.kind = item.kind;
       const title = document.createElement("strong");
       title.textContent = item.title;
+      // Posted by a process, or by a system client's run (the brain linker's approvals).
       const origin = document.createElement("a");
-      origin.href = "/processes/" + encodeURIComponent(item.originProcessId);
-      origin.textContent = item.originProcessId;
+      const from = item.originProcessId || item.originRunId;
+      origin.href = (item.originProcessId ? "/processes/" : "/runs/") + encodeURIComponent(from);
+      origin.textContent = from;
       const facts = document.createElement("small");
       facts.append(" " + item.id + " · " + item.kind + " · from ", origin);
       node.append(title, facts);
