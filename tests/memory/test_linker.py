@@ -128,6 +128,32 @@ def test_every_pair_asked_is_among_each_items_nearest_neighbours_on_its_subject(
     assert LinkerVerdict.objects.count() == report.llm_calls
 
 
+def test_two_statements_on_one_subject_in_other_words_are_asked_about(
+    alice: Tenancy, script: Any
+) -> None:
+    # given two items on the API's rate limit that share few words (the offline model scores
+    # them about 0.46), among the other four
+    script(
+        [
+            {
+                "engine": "brain_linker",
+                "match": "(?s)OLDER.*100 requests.*NEWER.*60 requests",
+                "reply": verdict("contradicts", 0.9, "100 and 60 a minute cannot both hold."),
+            },
+            {"engine": "brain_linker", "reply": verdict("unrelated", 0.9)},
+        ]
+    )
+    items = [write(alice, text) for text in SIX[:5]]
+    newer = write(alice, "Clients may send at most 60 requests a minute.")
+    embedded()
+    # when
+    report = linker.run_linker(alice.project, ["contradiction_scan"], 10, run_id="run_3")
+    # then that pair was asked and contradicts; nothing else did
+    assert (newer.public_id, items[4].public_id, "contradiction_scan") in report.asked
+    [edge] = KnowledgeEdge.objects.filter(type=EdgeType.CONTRADICTS)
+    assert (edge.from_item_id, edge.to_item_id) == (newer.pk, items[4].pk)
+
+
 def test_a_second_run_does_not_ask_about_pairs_judged_before(alice: Tenancy, script: Any) -> None:
     script([{"engine": "brain_linker", "reply": verdict("unrelated", 0.9)}])
     six_items(alice)

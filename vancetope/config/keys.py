@@ -144,7 +144,10 @@ LINKER_MIN_SIMILARITY = register(
     SettingKey(
         name="linker.minSimilarity",
         type=SettingType.NUMBER,
-        default=0.6,
+        # The offline wordllama model scores two statements on one subject in other words
+        # about 0.3-0.5 ("Deploys happen on Friday afternoons" / "We never deploy on
+        # Fridays": 0.33) and unrelated ones under 0.1; the neighbours' count bounds the rest.
+        default=0.3,
         description="The cosine similarity (of the items' vectors, or of their word sets when "
         "an item has no vector) above which a neighbour with another key counts as on the same "
         "subject; an item of the same key always does.",
