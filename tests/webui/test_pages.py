@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from inbox.models import InboxItem
-from inbox.services import dismiss_item, do_answer, post_item
+from inbox.services import dismiss_item, do_answer, post_item, post_system_item
 from processes.actions.create import create_process
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import send_chat
@@ -246,6 +246,19 @@ def test_inbox_page_lists_the_users_open_items_with_a_form_for_each_kind(alice, 
     assert f'action="/inbox/{report.public_id}/dismiss"' in page
     assert f'href="/processes/{origin.public_id}"' in page
     assert "Tests **pass**." in page
+
+
+def test_an_item_a_system_run_posted_links_its_run_on_the_inbox_page(alice):
+    # given an approval no process posted: the brain linker's, from its run
+    item = post_system_item(
+        alice.project, alice.user, "run_4", "APPROVAL", "Contradiction?", "mem_2 vs mem_1"
+    )
+    # when
+    page = logged_in(alice).get(reverse("webui:inbox")).content.decode()
+    # then it names its run, linked to the run's page, and no process
+    assert item.title in page
+    assert 'from <a href="/runs/run_4">run_4</a>' in page
+    assert "/processes/None" not in page
 
 
 def test_approving_on_the_inbox_page_answers_the_item_and_its_process_gets_it(alice):
