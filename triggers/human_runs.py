@@ -9,11 +9,11 @@ INSERTed `running` by its first commit and UPDATEd in place by the one that ends
 record is the process's own transitions and turns (RunTransition rows are for system runs,
 whose status changes after the fact).
 
-Its `run` event (PROTOCOL: a run of this user started or finished) goes to every open session
-of the person: the run's own session stores it with the turn's other events, in the same
-statement; the write returns the run's id and its project (RETURNING), so the event costs the
-turn one statement, the SELECT of the person's open sessions. A run of one turn is announced
-once, finished; a longer one when it starts and when it ends.
+Its `run` event (PROTOCOL: a run of this user started or finished) goes to the session the
+run is in, stored with the turn's other events in the same statement; the run's write returns
+its id and its project (RETURNING), so the event costs the turn no statement. A run of one
+turn is announced once, finished; a longer one when it starts and when it ends. The person's
+other sessions are not sent it (run_events.person_run_event says why).
 
 Children of a person's process have no run of their own: what a child spends (turns, tokens,
 LLM calls) is added to the latest run of its root process when the child's wake ends, so the
@@ -75,7 +75,7 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
             return []
         run, slug = _insert(wake, facts, RunStatus.RUNNING, {})
         wake.stored[STORED] = run.pk
-        return run_events.person_run_events(run, slug, process.session_id)
+        return [run_events.person_run_event(run, slug)]
     to_status, changes = outcome(process, status, reason)
     changes.update(
         tasks_executed=wake.turns,
@@ -91,7 +91,7 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         if rested is None:
             return []
         run, slug = rested
-    return run_events.person_run_events(run, slug, process.session_id)
+    return [run_events.person_run_event(run, slug)]
 
 
 def outcome(process: ThinkProcess, status: str, reason: str) -> tuple[RunStatus, dict[str, Any]]:

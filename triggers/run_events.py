@@ -1,5 +1,6 @@
-"""A run's `run` events (PROTOCOL.md), sent to every open session of its owner as the run
-starts and finishes (triggers/transitions.py calls the announcer it is given)."""
+"""A run's `run` events (PROTOCOL.md): a system run's go to every open session of its owner
+as the run starts and finishes (triggers/transitions.py calls the announcer it is given); a
+person's run's to the session it runs in."""
 
 from __future__ import annotations
 
@@ -33,21 +34,13 @@ def announcer(owner_id: int) -> Callable[[RunLog], None]:
     return announce_once
 
 
-def person_run_events(run: RunLog, project_slug: str, session_id: int) -> list[Event]:
-    """The `run` event of a person's run (triggers/human_runs.py), as its process's turn
-    commits: stored for the owner's other open sessions here, and answered for the run's own
-    session, whose events the turn stores in one statement with its own."""
-    owned = _open_sessions(run.owner_id)
-    if not owned:
-        return []
-    data = build_event(RunEvent.model_validate({"run": run_data(run, project_slug)}))
-    own = False
-    for (open_id,) in sorted(owned):
-        if open_id == session_id:
-            own = True
-        else:
-            emit_event(open_id, *data)
-    return [data] if own else []
+def person_run_event(run: RunLog, project_slug: str) -> Event:
+    """The `run` event of a person's run (triggers/human_runs.py), for the session it runs in,
+    whose turn stores it in one statement with the turn's other events. Not sent to the
+    person's other sessions: they do not see that session's process move either, and with
+    many sessions open each turn would write one event per session (bench/parallel_sessions.py:
+    ten sessions of one person fell from 234 to 146 turns/s)."""
+    return build_event(RunEvent.model_validate({"run": run_data(run, project_slug)}))
 
 
 def _open_sessions(owner_id: int) -> list[Any]:
