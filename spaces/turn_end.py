@@ -17,6 +17,7 @@ from spaces.actions.nodes import NODE_MARKER
 from spaces.models import NodeState
 from spaces.store import Snapshot, mutate, node_of_process
 from spaces.transitions import Mutation, NodeCall
+from vancetope.errors import Conflict
 
 log = logging.getLogger(__name__)
 
@@ -43,3 +44,21 @@ def node_settled(process: ThinkProcess, status: str, reason: str) -> None:
     if node.state == NodeState.RETURNING:
         human.end_control(node.pk, "return", "the control turn ended without a return")
     notices.deliver_notices(node.pk)
+
+
+def refuse_read_only(process: ThinkProcess) -> None:
+    """A person's message to a node's chat process, refused while the node is read-only: a
+    human split's child until its parent's agent wrote the fork Handoff, and a returned
+    (sealed) branch. Costs nothing for a process that is no node's chat process."""
+    if not process.engine_params.get(NODE_MARKER):
+        return
+    node = node_of_process(process.pk)
+    if node is None:
+        return
+    if node.state == NodeState.FORK_PENDING:
+        raise Conflict(
+            f"{node.public_id} waits for its fork Handoff from its parent's agent and is "
+            "read-only until then; retry the fork (space-fork-retry) if it failed"
+        )
+    if node.state == NodeState.RETURNED:
+        raise Conflict(f"{node.public_id} is returned and sealed: its conversation is read-only")
