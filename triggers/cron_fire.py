@@ -37,7 +37,6 @@ from processes.lane.wake import wake_lane
 from processes.models import ThinkProcess
 from processes.queries import is_visible
 from processes.states import CloseReason, Status
-from sessions_app import services as sessions
 from sessions_app.models import ClientType, Session
 from triggers import run_events, runs, transitions
 from triggers.cron import due_minute, get_visible_job
@@ -52,7 +51,6 @@ from triggers.models import (
     RunStatus,
     TriggerType,
 )
-from triggers.notifications import notify
 from vancetope.errors import BrainError, NotFound
 from vancetope.ids import parse_public_id
 
@@ -163,31 +161,6 @@ def _new_run(job: CronJob, session: Session | None, process: ThinkProcess | None
     )
 
 
-def _finish(
-    run: RunLog,
-    status: RunStatus,
-    changes: dict[str, Any],
-    notice: tuple[str, str] | None = None,
-) -> bool:
-    """Write the run's outcome once (with its owner's notification), then close its session."""
-    if notice:
-        changes["notifications_sent"] = 1
-    with transaction.atomic():
-        done = transitions.finish(
-            run, status, changes, run_events.announce, changes.get("error", "")
-        )
-        if done and notice:
-            text, level = notice
-            notify(run.owner, run.project, text, level, run=run, process_id=run.process_public_id)
-    if done and run.owns_session and run.session_id is not None:
-        _close(run.session_id)
-    return done
-
-
-def _close(session_id: int) -> None:
-    sessions.close_session(session_id)  # one that is closed already stays as it is
-
-
 # --- process_continue ----------------------------------------------------------------------------
 
 
@@ -211,16 +184,18 @@ def _continue(job: CronJob, run: RunLog, process: ThinkProcess) -> RunLog:
         if found == Status.BLOCKED:
             reason = process.last_error or "waiting for a person"
             blocked = [{"processId": process.public_id, "reason": reason}]
-            _finish(run, RunStatus.BLOCKED, {"tasks_blocked": 1, "blocked_reasons": blocked})
+            runs.finish_system_run(
+                run, RunStatus.BLOCKED, {"tasks_blocked": 1, "blocked_reasons": blocked}
+            )
         elif found not in quotas.RESTING:
             error = (
                 f"{process.public_id} is {found}: process_continue continues a PAUSED, "
                 "SUSPENDED or IDLE process"
             )
-            _finish(run, RunStatus.FAILED, {"error": error})
+            runs.finish_system_run(run, RunStatus.FAILED, {"error": error})
         elif process.waiting == 0:
             # Nothing to continue: the process stays as it was found.
-            _finish(run, RunStatus.COMPLETED, {})
+            runs.finish_system_run(run, RunStatus.COMPLETED, {})
         else:
             quota = quotas.new_quota(
                 run.public_id,
@@ -232,7 +207,7 @@ def _continue(job: CronJob, run: RunLog, process: ThinkProcess) -> RunLog:
             )
             _resume(process, found, quota)
     except BrainError as exc:
-        _finish(run, RunStatus.FAILED, {"error": exc.message})
+        runs.finish_system_run(run, RunStatus.FAILED, {"error": exc.message})
     return run
 
 
@@ -277,7 +252,7 @@ def continuation_settled(process: ThinkProcess, status: str, reason: str) -> Non
         quota = quotas.ended(quota, str(status))
         ThinkProcess.objects.filter(pk=process.pk).update(run_quota=quota)
     status_of, changes = _outcome(current, quota)
-    _finish(run, status_of, changes, _notice(run, current, status_of, changes))
+    runs.finish_system_run(run, status_of, changes, _notice(run, current, status_of, changes))
 
 
 def _pk(run_id: str) -> int:

@@ -22,11 +22,8 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-
 from inbox.models import InboxItem, InboxKind
 from inbox.services import TITLE_MAX, post_system_item
-from sessions_app import services as sessions
 from sessions_app.models import ClientType
 from triggers import run_events, runs, transitions
 from triggers.models import CronJob, RunLog, RunStatus, TriggerType
@@ -114,14 +111,11 @@ def previous_run_start(job: CronJob) -> datetime | None:
 def _finish(run: RunLog, status: RunStatus, changes: dict[str, Any], detail: str) -> None:
     notice = None
     if status == RunStatus.FAILED:
-        notice = f"Brain linker {run.cron_id} ({run.public_id}) failed: {changes['error']}"
-        changes["notifications_sent"] = changes.get("notifications_sent", 0) + 1
-    with transaction.atomic():
-        done = transitions.finish(run, status, changes, run_events.announce, detail[:2000])
-        if done and notice:
-            notify(run.owner, run.project, notice, "error", run=run)
-    if run.session_id is not None:
-        sessions.close_session(run.session_id)
+        notice = (
+            f"Brain linker {run.cron_id} ({run.public_id}) failed: {changes['error']}",
+            "error",
+        )
+    runs.finish_system_run(run, status, changes, notice, detail[:2000])
 
 
 def _ask(run: RunLog, uncertain: linker.Uncertain) -> str:

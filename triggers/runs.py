@@ -322,6 +322,31 @@ def finish_run(run: RunLog, process: ThinkProcess) -> None:
             notify(run.owner, run.project, text, level, run=run, process_id=process.public_id)
 
 
+def finish_system_run(
+    run: RunLog,
+    status: RunStatus,
+    changes: dict[str, Any],
+    notice: tuple[str, str] | None = None,
+    detail: str | None = None,
+) -> bool:
+    """Write a system run's outcome once (with its owner's notification, `notice` as (text,
+    level), counted in notificationsSent), then close its session if it owns one. `detail`:
+    its last record row's (default: the error). False, and nothing written, if the run was
+    finished already."""
+    if notice:
+        changes["notifications_sent"] = changes.get("notifications_sent", 0) + 1
+    with transaction.atomic():
+        done = transitions.finish(
+            run, status, changes, announce, changes.get("error", "") if detail is None else detail
+        )
+        if done and notice:
+            text, level = notice
+            notify(run.owner, run.project, text, level, run=run, process_id=run.process_public_id)
+    if done and run.owns_session and run.session_id is not None:
+        sessions.close_session(run.session_id)  # one that is closed already stays as it is
+    return done
+
+
 def ask_owner(run: RunLog, process: ThinkProcess) -> InboxItem | None:
     """A top-level marvin blocked on a USER_INPUT node has no parent to ask: the run's owner
     gets the question as a QUESTION inbox item of the process, whose answer steers the node

@@ -97,6 +97,18 @@ def add_edge(
 ) -> KnowledgeEdge:
     """A new edge from `source` to `target`; an edge of that type between them that is still
     valid is answered as it is (adding the same edge twice keeps one)."""
+    return put_edge(type, source, target, confidence, reasoning, author)[0]
+
+
+def put_edge(
+    type: EdgeType,
+    source: Node,
+    target: Node,
+    confidence: float,
+    reasoning: str,
+    author: Author,
+) -> tuple[KnowledgeEdge, bool]:
+    """As `add_edge`, and whether the edge is new."""
     if type not in EdgeType.values:
         raise BadRequest(f"type must be one of {', '.join(EdgeType.values)}", error="type")
     if not 0.0 <= confidence <= 1.0:
@@ -118,8 +130,8 @@ def add_edge(
             .first()
         )
         if existing is not None:
-            return existing
-        return KnowledgeEdge.objects.create(
+            return existing, False
+        edge = KnowledgeEdge.objects.create(
             tenant_id=source.tenant_id,
             type=type,
             confidence=confidence,
@@ -128,6 +140,7 @@ def add_edge(
             created_by_id=author.id,
             **ends,
         )
+        return edge, True
 
 
 def invalidate_edge(edge: KnowledgeEdge, reason: str) -> KnowledgeEdge:
@@ -234,10 +247,7 @@ def link_nodes(
         raise BadRequest(f"type must be one of {', '.join(EdgeType.values)}", error="type")
     source = get_visible_node(reach, from_id, "fromId")
     target = get_visible_node(reach, to_id, "toId")
-    started = timezone.now()
-    edge = add_edge(EdgeType(type), source, target, confidence, reasoning, author)
-    # An edge made now has a creation time from now on; an existing one is older.
-    return edge, edge.created_at >= started
+    return put_edge(EdgeType(type), source, target, confidence, reasoning, author)
 
 
 def invalidate_visible_edge(edge: KnowledgeEdge, reason: str) -> KnowledgeEdge:
