@@ -12,7 +12,7 @@
   times how long it takes to answer /healthz, reads its memory and CPU time, and sums up the
   warnings in its log;
 - `PySpy`: records a process with py-spy while a block runs;
-- PROTOCOL.md client helpers over real websockets (`open_socket`, `create_chat_session`,
+- docs/protocol.md client helpers over real websockets (`open_socket`, `create_chat_session`,
   `is_reply_event`) and `EventOrder`, which checks that a socket gets its session's events once
   and in order.
 
@@ -32,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -60,8 +61,11 @@ LLM_VARIABLES = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
 )
-# The per-user rate limits a bench turns off (Deployment).
+# The per-user rate limits a bench sets (Deployment), and the limit they get: high enough to
+# refuse nothing a bench sends, so the count is kept on every message and its cost is in the
+# figures, in the default's window (vancetope/settings.py: 120/10 seconds).
 PER_USER_LIMITS = ("VANCETOPE_RATE_CHAT", "VANCETOPE_RATE_PROCESS_CREATE")
+COUNTING_LIMIT = "100000/10 seconds"
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
@@ -206,9 +210,9 @@ class Deployment:
         self._database_created = False
         extra = {"VANCETOPE_LLM": "scripted", "DEBUG": "0", "LOG_LEVEL": "WARNING"}
         # A bench is one user sending far more than a person may (vancetope/ratelimit.py):
-        # the per-user limits are off unless the environment names them, to measure their cost.
+        # the per-user limits count but refuse nothing, unless the environment names them.
         for limit in PER_USER_LIMITS:
-            extra[limit] = os.environ.get(limit, "off")
+            extra[limit] = os.environ.get(limit, COUNTING_LIMIT)
         if runtime != "embedded":
             self.database_url = with_database(_required("DATABASE_URL"), self.tag)
             extra["DATABASE_URL"] = self.database_url
@@ -433,7 +437,7 @@ class PySpy:
             print(f"py-spy profile of pid {self.pid} written to {self.path}", file=sys.stderr)
 
 
-# === PROTOCOL.md over real websockets =============================================================
+# === the protocol over real websockets ===========================================================
 
 
 def request_frame(kind: str, request_id: str, data: dict[str, Any]) -> str:
@@ -453,24 +457,21 @@ async def open_socket(brain: Brain, token: str, **options: Any) -> Any:
 
 
 async def create_chat_session(
-    ws: Any, *, request_id: str = "create", wait_seconds: float = 60.0
+    ws: Any,
+    *,
+    request_id: str = "create",
+    wait_seconds: float = 60.0,
+    recipe: str | None = CHAT_RECIPE,
 ) -> tuple[str, str]:
-    """session-create (cli client, proj_default, recipe ford) on an open socket; returns
-    (session id, chat process id). Events that arrive before the reply are skipped."""
+    """session-create (cli client, proj_default, recipe ford; `recipe` None: the default chat
+    recipe) on an open socket; returns (session id, chat process id). Events that arrive
+    before the reply are skipped."""
     import asyncio
 
-    await ws.send(
-        request_frame(
-            "session-create",
-            request_id,
-            {
-                "clientType": "cli",
-                "projectId": "proj_default",
-                "recipe": CHAT_RECIPE,
-                "fingerprint": FINGERPRINT,
-            },
-        )
-    )
+    data = {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT}
+    if recipe is not None:
+        data["recipe"] = recipe
+    await ws.send(request_frame("session-create", request_id, data))
     async with asyncio.timeout(wait_seconds):
         while True:
             frame = json.loads(await ws.recv())
@@ -482,7 +483,7 @@ async def create_chat_session(
 
 
 class EventOrder:
-    """PROTOCOL.md: a socket bound to a session gets the session's events in seq order, exactly
+    """docs/protocol.md: a socket bound to a session gets the session's events in seq order, exactly
     once, without gaps (seq 1, 2, 3, … from session-create on). `see` every frame; `problems`
     lists what broke that (at most `keep` of them)."""
 
@@ -512,3 +513,35 @@ def is_reply_event(frame: dict[str, Any], process_id: str) -> bool:
         and data.get("processId") == process_id
         and data.get("role") == "assistant"
     )
+
+
+class StatementCounter:
+    """An execute wrapper on every connection Django opens: counts statements of all threads."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shapes: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        verb = sql.split(None, 1)[0].upper()
+        table = re.search(r'\b(?:UPDATE|INTO|FROM)\s+"?(\w+)', sql)
+        with self._lock:
+            self.count += 1
+            self.shapes[verb if table is None else f"{verb} {table[1]}"] += 1
+        return execute(sql, params, many, context)
+
+    def install(self) -> None:
+        from django.db.backends.signals import connection_created
+
+        def wrap(sender: Any, connection: Any, **kwargs: Any) -> None:
+            if self not in connection.execute_wrappers:
+                connection.execute_wrappers.append(self)
+
+        connection_created.connect(wrap, weak=False)
+
+    def reset(self) -> None:
+        """Count from zero (after the setup's statements)."""
+        with self._lock:
+            self.count = 0
+            self.shapes.clear()

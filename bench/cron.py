@@ -1,7 +1,7 @@
 """Cron: N cron jobs due in the same minute all run exactly once within the budget.
 
 A setup child (Django) fills a bootstrapped database with N ford processes, each PAUSED with
-one pending message, and N cron jobs through `triggers.cron.save_job` (each with its
+one pending message, and N cron jobs through `triggers.cron.jobs.save_job` (each with its
 django-celery-beat PeriodicTask), every one `process_continue {maxTasks: 1}` on its own process
 and due at the same minute (the first whole minute at least `--lead` seconds after the setup).
 Then the scheduler runs as users run it:
@@ -67,7 +67,7 @@ def setup_child(args: argparse.Namespace) -> None:
     from processes.models import PendingKind, PendingMessage, ThinkProcess
     from recipes_app.services import resolve_recipe
     from sessions_app.models import Session
-    from triggers.cron import save_job
+    from triggers.cron.jobs import save_job
     from triggers.models import CronJob
     from vancetope.tenancy.models import Project
 

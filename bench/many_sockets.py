@@ -73,6 +73,7 @@ class Client:
     sent: dict[str, float] = field(default_factory=dict)  # text → time sent, until answered
     sent_count: int = 0
     latencies: list[float] = field(default_factory=list)
+    last_answer: float = 0.0
     problems: list[str] = field(default_factory=list)
     reader: asyncio.Task[None] | None = None
     closing: bool = False
@@ -111,6 +112,7 @@ class Client:
             self.problems.append(f"unexpected reply {reply!r}")
             return
         self.latencies.append(now - started)
+        self.last_answer = now
         if not self.sent:
             self.all_answered.set()
 
@@ -215,6 +217,9 @@ async def run(brain: BenchBrain, token: str, args: argparse.Namespace) -> dict[s
             except TimeoutError:
                 pass  # counted as unanswered below
             result["chat_seconds"] = time.perf_counter() - start
+            # From the first chat sent to the last reply received: what the Brain served.
+            last_answer = max((client.last_answer for client in clients), default=start)
+            result["served_seconds"] = max(args.duration, last_answer - start)
             result["chat_cpu"] = brain.cpu_seconds() - cpu_before
         result["memory_end"] = brain.memory_mb()
         result["event_problems"] = await check_event_streams(
@@ -279,14 +284,16 @@ def report(
     )
     print()
     print_table(
-        ["sockets", "connect s", "CPU", "sent", "answered", "turns/s", "p50 ms", "p99 ms",
-         "mean ms", "max ms", "CPU"],
+        ["sockets", "connect s", "CPU", "sent", "answered", "turns/s", "served/s", "p50 ms",
+         "p99 ms", "mean ms", "max ms", "CPU", "CPU ms/turn"],
         [[row["connected"], f"{row['connect_seconds']:.1f}",
           f"{row['connect_cpu'] / row['connect_seconds'] * 100:.0f} %", row["sent"],
           row["sent"] - row["unanswered"], f"{row['sent'] / args.duration:.1f}",
+          f"{(row['sent'] - row['unanswered']) / row['served_seconds']:.1f}",
           f"{percentile(latencies, 50) * 1000:.1f}", f"{percentile(latencies, 99) * 1000:.1f}",
           f"{statistics.fmean(latencies) * 1000:.1f}", f"{max(latencies) * 1000:.1f}",
-          f"{row['chat_cpu'] / row['chat_seconds'] * 100:.0f} %"]],
+          f"{row['chat_cpu'] / row['chat_seconds'] * 100:.0f} %",
+          f"{row['chat_cpu'] * 1000 / max(1, row['sent'] - row['unanswered']):.2f}"]],
     )  # fmt: skip
     print()
     print_table(
@@ -305,9 +312,12 @@ def report(
     print(
         "connect s = all sockets opened and session-create answered "
         f"({args.connect_concurrency} at a time); turns/s = sent / duration; p50/p99 (nearest "
-        "rank) of one turn: chat sent → its assistant chat-message;\nCPU = the Brain's CPU time "
+        "rank) of one turn: chat sent → its assistant chat-message;\nserved/s = answered / "
+        "(first chat sent → last reply received, at least the duration): below turns/s, the "
+        "Brain fell behind;\nCPU = the Brain's CPU time "
         "(user + system, all threads) / wall time while connecting and while chatting (100 % = "
-        "one core);\nmemory: VmRSS when "
+        "one core); CPU ms/turn = the Brain's CPU time while chatting / answered chats (what "
+        "a turn costs the Brain; the least noisy figure on a shared machine);\nmemory: VmRSS when "
         "healthy (start), after all sockets connected, after the last reply (end), after the "
         "sockets closed and the sessions were suspended; per socket = (connected − start) / "
         "sockets"

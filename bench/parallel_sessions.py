@@ -3,15 +3,19 @@
 The Brain is `manage.py brain` in its own OS process on the embedded default (SQLite in a
 temporary VANCETOPE_VAR_DIR, in-memory channel layer, in-process worker), with the scripted LLM
 provider (zero latency, replies "echo: <message>"). This process is the client: one asyncio
-loop, one real `websockets` connection per session (ford chat recipe). Each session sends its
-next `chat` as soon as the assistant `chat-message` event of the previous one arrived, so S
-turns are in flight at any time.
+loop, one real `websockets` connection per session. Each session sends its next `chat` as soon
+as the assistant `chat-message` event of the previous one arrived, so S turns are in flight at
+any time. Two Brains, one after the other: the default chat recipe (arthur; the session-create
+names no recipe) and the ford recipe. The per-user message limit counts every message (a limit
+that refuses none). LangGraph's in-process turn (the peers' folder, VANCETOPE_BENCH_PEERS) is
+measured in the same run, one turn at a time (it has no server of its own here), and printed
+beside.
 
 A turn is timed from sending its `chat` frame to receiving that reply; the run is timed from
 the moment all sessions start their timed turns until the last reply arrived. Every reply is
 checked; afterwards every session's stored conversation (REST) must hold each message once, in
 order, and every socket must have got all its session's events once, in order. Budget: >= 200
-turns/s in total.
+turns/s in total, with the default chat.
 
     .venv/bin/python bench/parallel_sessions.py [--sessions 10] [--turns 100]
 
@@ -29,6 +33,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from common import (
@@ -47,8 +52,23 @@ from common import (
     print_table,
     request_frame,
 )
+from peers import (
+    LANGGRAPH_TURNS,
+    PEERS_VARIABLE,
+    LangGraphTurns,
+    langgraph_turns,
+    load_average,
+    missing_reason,
+    peers_dir,
+)
 
 BUDGET_TURNS_PER_SECOND = 200.0
+# The chats measured, each on a Brain of its own: the default chat recipe (session-create names
+# none: arthur) and ford; the session-create's recipe of each.
+CHATS = ("default", "ford")
+RECIPES: dict[str, str | None] = {"default": None, "ford": "ford"}
+# LangGraph's turns per run (its history grows as one session's does here).
+PEER_TURNS = 500
 # How long the last events of a session may take to reach its socket once its process is IDLE.
 EVENT_SETTLE_SECONDS = 5.0
 
@@ -139,13 +159,16 @@ def last_seqs(brain: BenchBrain, token: str, sessions: list[ChatSession]) -> lis
     return [int(brain.get(f"/api/sessions/{s.session_id}", token)["lastSeq"]) for s in sessions]
 
 
-async def run(brain: BenchBrain, token: str, args: argparse.Namespace) -> dict[str, Any]:
+async def run(
+    brain: BenchBrain, token: str, args: argparse.Namespace, recipe: str | None
+) -> dict[str, Any]:
     sockets = await asyncio.gather(*(open_socket(brain, token) for _ in range(args.sessions)))
     sessions = [ChatSession(index, ws) for index, ws in enumerate(sockets)]
     try:
-        ids = await asyncio.gather(*(create_chat_session(s.ws) for s in sessions))
+        ids = await asyncio.gather(*(create_chat_session(s.ws, recipe=recipe) for s in sessions))
         for session, (session_id, process_id) in zip(sessions, ids, strict=True):
             session.session_id, session.process_id = session_id, process_id
+        engine = brain.get(f"/api/processes/{sessions[0].process_id}", token)["thinkEngine"]
         await asyncio.gather(*(s.chat(args.warmup, args.turn_timeout, False) for s in sessions))
         memory_before = brain.memory_mb()
         with PySpy(brain.pid, args.py_spy):
@@ -167,6 +190,7 @@ async def run(brain: BenchBrain, token: str, args: argparse.Namespace) -> dict[s
     latencies = [latency for s in sessions for latency in s.latencies]
     per_session = [len(s.latencies) / sum(s.latencies) for s in sessions]
     return {
+        "engine": engine,
         "turns": len(latencies),
         "wall": wall,
         "cpu": cpu,
@@ -177,53 +201,88 @@ async def run(brain: BenchBrain, token: str, args: argparse.Namespace) -> dict[s
     }
 
 
-def report(brain: BenchBrain, result: dict[str, Any], args: argparse.Namespace) -> bool:
+def row_of(chat: str, brain: BenchBrain, result: dict[str, Any], peer: Any) -> list[Any]:
     latencies = result["latencies"]
     rate = result["turns"] / result["wall"]
-    print()
-    print(
-        f"{args.sessions} sessions chatting in parallel, {args.turns} timed turns each after "
-        f"{args.warmup} warm-up turns; ford, scripted provider (zero latency)"
-    )
-    print(
-        "Brain: `manage.py brain` OS process, embedded default (SQLite, in-memory channel "
-        "layer, in-process worker); client: this process, real websockets"
-    )
-    print(
-        f"python {platform.python_version()}, {platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs"
-    )
-    print()
     ms = [f"{value * 1000:.1f}" for value in (
         percentile(latencies, 50), percentile(latencies, 99), statistics.fmean(latencies),
         max(latencies),
     )]  # fmt: skip
+    return [
+        f"{chat} ({result['engine']})", result["turns"], f"{result['wall']:.2f}",
+        f"{rate:.1f}", f"{rate / peer.turns_per_second:.1f}" if peer else "-", *ms,
+        f"{result['cpu'] * 1000 / result['turns']:.1f}",
+        f"{result['cpu'] / result['wall'] * 100:.0f} %",
+        f"{brain.memory_at_start['rss']:.1f} MB", f"{result['memory_after']['rss']:.1f} MB",
+        f"{result['memory_after']['peak']:.1f} MB",
+    ]  # fmt: skip
+
+
+def report(
+    runs: list[tuple[str, BenchBrain, dict[str, Any]]],
+    peer: Any,
+    reason: str,
+    args: argparse.Namespace,
+) -> None:
+    print()
+    print(
+        f"{args.sessions} sessions chatting in parallel, {args.turns} timed turns each after "
+        f"{args.warmup} warm-up turns; scripted provider (zero latency); the per-user message "
+        "limit counts every message"
+    )
+    print(
+        "Brain: `manage.py brain` OS process, embedded default (SQLite, in-memory channel "
+        "layer, in-process worker), one per chat; client: this process, real websockets"
+    )
+    print(
+        f"python {platform.python_version()}, {platform.system()} {platform.machine()}, "
+        f"{os.cpu_count()} CPUs; {load_average()}"
+    )
+    if peer is not None:
+        print(
+            f"LangGraph in-process SqliteSaver, one turn at a time (same run, mean of the runs "
+            f"before and after): {peer.turns_per_second:.0f} turns/s, p50 {peer.p50_ms:.2f} ms"
+        )
+    else:
+        print(f"LangGraph in-process: left out ({reason})")
+    print()
     print_table(
-        ["sessions", "turns", "wall s", "turns/s", "p50 ms", "p99 ms", "mean ms", "max ms",
+        ["chat", "turns", "wall s", "turns/s", "x peer", "p50 ms", "p99 ms", "mean ms", "max ms",
          "CPU ms/turn", "Brain CPU", "RSS start", "RSS end", "peak RSS"],
-        [[args.sessions, result["turns"], f"{result['wall']:.2f}", f"{rate:.1f}", *ms,
-          f"{result['cpu'] * 1000 / result['turns']:.1f}",
-          f"{result['cpu'] / result['wall'] * 100:.0f} %",
-          f"{brain.memory_at_start['rss']:.1f} MB", f"{result['memory_after']['rss']:.1f} MB",
-          f"{result['memory_after']['peak']:.1f} MB"]],
+        [row_of(chat, brain, result, peer) for chat, brain, result in runs],
     )  # fmt: skip
     print()
-    slowest, fastest = min(result["per_session"]), max(result["per_session"])
-    print(
-        f"per session: {slowest:.1f} … {fastest:.1f} turns/s; Brain started in "
-        f"{brain.healthy_after:.2f} s; client peak RSS {peak_rss_mb():.1f} MB"
-    )
+    for chat, brain, result in runs:
+        slowest, fastest = min(result["per_session"]), max(result["per_session"])
+        print(
+            f"{chat}: per session {slowest:.1f} … {fastest:.1f} turns/s; Brain started in "
+            f"{brain.healthy_after:.2f} s"
+        )
+    print(f"client peak RSS {peak_rss_mb():.1f} MB")
     print(
         "turns/s = all timed turns / wall time from the start of the timed turns to the last "
-        "reply; p50/p99 (nearest rank) of one turn: chat frame sent → its assistant chat-message "
-        "event received;\nCPU ms/turn = CPU time (user + system, all threads) the Brain used "
-        "during the timed turns / turns; Brain CPU = that CPU time / wall time (100 % = one "
-        "core);\nRSS start = Brain VmRSS when healthy, RSS end = VmRSS after the timed "
-        "turns, peak RSS = VmHWM (high-water mark) of the Brain process"
+        "reply; x peer = turns/s / LangGraph's turns/s; p50/p99 (nearest rank) of one turn: "
+        "chat frame sent → its assistant chat-message event received;\nCPU ms/turn = CPU time "
+        "(user + system, all threads) the Brain used during the timed turns / turns; Brain "
+        "CPU = that CPU time / wall time (100 % = one core);\nRSS start = Brain VmRSS when "
+        "healthy, RSS end = VmRSS after the timed turns, peak RSS = VmHWM (high-water mark) "
+        "of the Brain process"
     )
-    print_log_warnings(brain.log_warnings())
-    met = rate >= args.budget
-    print(f"budget >= {args.budget:g} turns/s in total: {'met' if met else 'NOT met'} ({rate:.1f})")
+    for chat, _, result in runs:
+        print(f"{chat}:", end=" ")
+        print_log_warnings(result["warnings"])
+
+
+def budget_met(runs: list[tuple[str, BenchBrain, dict[str, Any]]], budget: float) -> bool:
+    """The budget holds for the default chat (when it ran)."""
+    met = True
+    for chat, _, result in runs:
+        if chat != "default":
+            continue
+        rate = result["turns"] / result["wall"]
+        met = rate >= budget
+        verdict = "met" if met else "NOT met"
+        print(f"budget >= {budget:g} turns/s in total, default chat: {verdict} ({rate:.1f})")
     return met
 
 
@@ -238,11 +297,20 @@ def main() -> int:
         "--turn-timeout", type=float, default=30.0, help="seconds one turn may take"
     )
     parser.add_argument(
+        "--chat", choices=CHATS, help="only this chat (default: both, the default chat first)"
+    )
+    parser.add_argument(
         "--budget", type=float, default=BUDGET_TURNS_PER_SECOND, help="turns/s to reach in total"
     )
     parser.add_argument(
         "--strict", action="store_true", help="exit 1 when the budget is not met, too"
     )
+    parser.add_argument(
+        "--peers",
+        default=os.environ.get(PEERS_VARIABLE, ""),
+        help=f"the peers' folder (langgraph/bench_inproc.py; default ${PEERS_VARIABLE})",
+    )
+    parser.add_argument("--no-peer", action="store_true", help="leave LangGraph out")
     parser.add_argument(
         "--py-spy",
         metavar="PATH",
@@ -252,7 +320,6 @@ def main() -> int:
     args = parser.parse_args()
     if args.sessions < 1 or args.turns < 1 or args.warmup < 0 or args.turn_timeout <= 0:
         parser.error("--sessions and --turns must be >= 1, --warmup >= 0, --turn-timeout > 0")
-
     try:
         return bench(args)
     except BenchFailure as exc:
@@ -260,21 +327,48 @@ def main() -> int:
         return 1
 
 
+def peer_runs(args: argparse.Namespace) -> tuple[list[LangGraphTurns], Path | None, str]:
+    peers = peers_dir(args.peers)
+    reason = "--no-peer" if args.no_peer else missing_reason(peers, LANGGRAPH_TURNS)
+    if reason is not None or peers is None:
+        return [], None, reason or ""
+    return [langgraph_turns(peers, PEER_TURNS)], peers, ""
+
+
 def bench(args: argparse.Namespace) -> int:
-    with Deployment("embedded", "parallel") as deployment:
-        brain = BenchBrain(deployment)
-        try:
-            result = asyncio.run(run(brain, deployment.token, args))
-        except BenchFailure as exc:
-            print(f"FAILED: {exc}", file=sys.stderr)
-            print(brain.log_tail(), file=sys.stderr)
-            return 1
-        finally:
-            code = brain.stop()
-        met = report(brain, result, args)
-        if code != 0:
-            print(f"FAILED: the Brain exited with {code}:\n{brain.log_tail()}", file=sys.stderr)
-            return 1
+    # The peer runs before and after the Brains (the machine's load moves both).
+    peer_results, peers, reason = peer_runs(args)
+    runs: list[tuple[str, BenchBrain, dict[str, Any]]] = []
+    for chat in [args.chat] if args.chat else list(CHATS):
+        with Deployment("embedded", f"parallel_{chat}") as deployment:
+            brain = BenchBrain(deployment)
+            try:
+                result = asyncio.run(run(brain, deployment.token, args, RECIPES[chat]))
+            except BenchFailure as exc:
+                print(f"FAILED ({chat}): {exc}", file=sys.stderr)
+                print(brain.log_tail(), file=sys.stderr)
+                return 1
+            finally:
+                code = brain.stop()
+            if code != 0:
+                print(f"FAILED: the Brain exited with {code}:\n{brain.log_tail()}", file=sys.stderr)
+                return 1
+            # Read before the deployment (and the Brain's log with it) is deleted.
+            result["warnings"] = brain.log_warnings()
+            runs.append((chat, brain, result))
+    if peers is not None:
+        peer_results.append(langgraph_turns(peers, PEER_TURNS))
+    peer = None
+    if peer_results:
+        peer = LangGraphTurns(
+            statistics.fmean(run.p50_ms for run in peer_results),
+            statistics.fmean(run.p99_ms for run in peer_results),
+            statistics.fmean(run.turns_per_second for run in peer_results),
+            statistics.fmean(run.bytes_per_turn for run in peer_results),
+            "",
+        )
+    report(runs, peer, reason, args)
+    met = budget_met(runs, args.budget)
     return 0 if met or not args.strict else 1
 
 

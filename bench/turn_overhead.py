@@ -21,7 +21,14 @@ once per process and so that each peak RSS belongs to one path only:
 
 The postgres+redis runtime runs only when DATABASE_URL and REDIS_URL are both set.
 
-    .venv/bin/python bench/turn_overhead.py [--turns 500] [--warmup 20]
+`--observability both` runs every row with traces and metrics off (VANCETOPE_METRICS false, no
+OTLP endpoint) and on (spans exported over OTLP/HTTP to a sink in this process that answers
+every export at once and counts its spans, counters in a PROMETHEUS_MULTIPROC_DIR), alternating,
+`--rounds` times each, and prints the two median p50s side by side against the budget (on
+within 10 % of off). An `on` row counts only if it exported a span and counted a turn for every
+turn it ran; `on` or `off` runs one of them (default: the Brain's defaults).
+
+    .venv/bin/python bench/turn_overhead.py [--turns 500] [--warmup 20] [--observability both]
 
 See bench/README.md.
 """
@@ -31,9 +38,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,21 +48,37 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from common import (
     Deployment,
+    StatementCounter,
     available_runtimes,
     is_reply_event,
     peak_rss_mb,
     percentile,
+    proc_cpu_seconds,
     proc_memory_mb,
 )
+from peers import (
+    LANGGRAPH_TURNS,
+    PEERS_VARIABLE,
+    LangGraphTurns,
+    langgraph_turns,
+    missing_reason,
+    peers_dir,
+)
+from turn_costs import cost_model, print_cost_model
+from turn_report import print_budgets, print_overhead, print_peer, print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("embedded", "postgres+redis")
 PATHS = ("service", "websocket")
+# The chats measured: the default chat recipe (what session-create gives when it names none:
+# arthur, a tool loop) and the ford recipe (a bare chat).
+CHATS = ("default", "ford")
 # Bounds the frames read while waiting for one turn's reply (about 10 events per turn).
 MAX_FRAMES_PER_TURN = 10_000
 
@@ -108,24 +131,39 @@ def _make_tenancy() -> tuple[Any, Any, str]:
     return user, project, token
 
 
+def recipe_of(chat: str) -> str | None:
+    """The session-create's recipe for a chat: none for the default chat recipe."""
+    return None if chat == "default" else chat
+
+
+def expected_engine(chat: str) -> str:
+    from django.conf import settings
+
+    return settings.VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE if chat == "default" else chat
+
+
 def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[float]:
+    from processes.actions.sessions import create_session
     from processes.actions.steer import send_chat
     from processes.models import ConversationMessage, ThinkProcess
     from processes.states import Status
-    from sessions_app.services import FingerprintData, create_session
+    from sessions_app.services import FingerprintData
 
     session = create_session(
         user,
         client_type="cli",
         project_id=project.public_id,
         fingerprint=FingerprintData(machine_id="bench-machine", working_dir=str(ROOT)),
-        recipe="ford",
+        recipe=recipe_of(args.chat),
     )
     process_id = session.chat_process_id
     assert process_id is not None
     process = ThinkProcess.objects.get(pk=process_id)
-    if process.think_engine != "ford" or process.status != Status.IDLE:
-        raise TurnFailed(f"chat process is {process.think_engine}/{process.status}, not ford/IDLE")
+    engine = expected_engine(args.chat)
+    if process.think_engine != engine or process.status != Status.IDLE:
+        raise TurnFailed(
+            f"chat process is {process.think_engine}/{process.status}, not {engine}/IDLE"
+        )
     index = process.conversation_length
 
     def reply_of(reply_index: int) -> tuple[str, str] | None:
@@ -148,10 +186,11 @@ def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[flo
     poll_seconds = args.poll_ms / 1000
     samples: list[float] = []
     for turn in range(args.warmup + args.turns):
-        reply_index = index + 1  # ford stores the user message, then the assistant reply
+        reply_index = index + 1  # the user message is stored, then the assistant reply
         start = time.perf_counter()
         deadline = start + args.turn_timeout
-        send_chat(session.pk, turn_text(turn))
+        # As the consumer sends it: with the user, so the message counts against their limit.
+        send_chat(session.pk, turn_text(turn), user=user)
         while (row := reply_of(reply_index)) is None:
             if time.perf_counter() > deadline:
                 raise failure(turn)
@@ -183,6 +222,17 @@ async def _receive_until(
     raise TurnFailed(f"{what}: nothing within the timeout")
 
 
+async def _engine_of(public_id: str) -> str:
+    from channels.db import database_sync_to_async
+
+    from processes.models import ThinkProcess
+
+    pk = int(public_id.removeprefix("tp_"))
+    return await database_sync_to_async(
+        lambda: ThinkProcess.objects.values_list("think_engine", flat=True).get(pk=pk)
+    )()
+
+
 async def bench_websocket(project: Any, token: str, args: argparse.Namespace) -> list[float]:
     from channels.testing import WebsocketCommunicator
 
@@ -196,18 +246,14 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
         raise TurnFailed("WebSocket connect refused")
     samples: list[float] = []
     try:
-        await communicator.send_json_to(
-            {
-                "type": "session-create",
-                "id": "create",
-                "data": {
-                    "clientType": "cli",
-                    "projectId": project.public_id,
-                    "recipe": "ford",
-                    "fingerprint": {"machineId": "bench-machine", "workingDir": str(ROOT)},
-                },
-            }
-        )
+        data = {
+            "clientType": "cli",
+            "projectId": project.public_id,
+            "fingerprint": {"machineId": "bench-machine", "workingDir": str(ROOT)},
+        }
+        if recipe_of(args.chat) is not None:
+            data["recipe"] = recipe_of(args.chat)
+        await communicator.send_json_to({"type": "session-create", "id": "create", "data": data})
         created = await _receive_until(
             communicator,
             lambda frame: frame.get("replyTo") == "create",
@@ -215,6 +261,9 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
             "session-create",
         )
         process_id = created["data"]["chatProcessId"]
+        engine = await _engine_of(process_id)
+        if engine != expected_engine(args.chat):
+            raise TurnFailed(f"chat process runs {engine}, not {expected_engine(args.chat)}")
 
         def is_reply(frame: dict[str, Any]) -> bool:
             return is_reply_event(frame, process_id)
@@ -274,6 +323,24 @@ class ThreadProfiles:
         stats.dump_stats(path)
 
 
+def stored_bytes() -> int:
+    """What the database holds now, in bytes: SQLite's pages in use (after a checkpoint moved
+    the write-ahead log into the file), PostgreSQL's database size."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor != "sqlite":
+            cursor.execute("SELECT pg_database_size(current_database())")
+            return int(cursor.fetchone()[0])
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        found = []
+        for pragma in ("page_count", "freelist_count", "page_size"):
+            cursor.execute(f"PRAGMA {pragma}")
+            found.append(int(cursor.fetchone()[0]))
+    pages, free, size = found
+    return (pages - free) * size
+
+
 def child_main(args: argparse.Namespace) -> None:
     setup_start = time.perf_counter()
     _setup_django()
@@ -283,15 +350,22 @@ def child_main(args: argparse.Namespace) -> None:
 
     from processes.lane.worker import shutdown_worker
 
+    counter = StatementCounter() if args.profile else None
+    if counter is not None:
+        counter.install()
     call_command("migrate", interactive=False, verbosity=0)
     user, project, token = _make_tenancy()
     setup_seconds = time.perf_counter() - setup_start
     rss_before = peak_rss_mb()
+    bytes_before = stored_bytes()
 
     profiles = ThreadProfiles() if args.profile else None
     if profiles is not None:
+        assert counter is not None
+        counter.reset()
         profiles.start()
     run_start = time.perf_counter()
+    cpu_start = time.process_time()
     try:
         if args.path == "service":
             samples = bench_service(user, project, args)
@@ -299,17 +373,30 @@ def child_main(args: argparse.Namespace) -> None:
             samples = asyncio.run(bench_websocket(project, token, args))
     finally:
         run_seconds = time.perf_counter() - run_start
+        cpu_seconds = time.process_time() - cpu_start
         shutdown_worker(wait=True)
         if profiles is not None:
             profiles.stop(args.profile)
+    # Every turn of the session, the warm-up's too: what the database grew by per turn.
+    bytes_per_turn = (stored_bytes() - bytes_before) / (args.warmup + args.turns)
+    model = None
+    if args.profile:
+        assert counter is not None
+        model = cost_model(args.profile, counter.shapes, args.warmup + args.turns)
 
     result = {
         "runtime": args.runtime,
+        "chat": args.chat,
+        "engine": expected_engine(args.chat),
         "path": args.path,
         "turns": len(samples),
         "warmup": args.warmup,
         "total_seconds": sum(samples),
         "run_seconds": run_seconds,
+        # CPU time of this OS process (every thread: the lane's too) per turn, warm-up
+        # included: what a neighbour's load on a shared machine changes far less than the
+        # wall clock.
+        "cpu_ms_per_turn": cpu_seconds * 1000 / (args.warmup + args.turns),
         "setup_seconds": setup_seconds,
         "p50_ms": percentile(samples, 50) * 1000,
         "p99_ms": percentile(samples, 99) * 1000,
@@ -321,6 +408,8 @@ def child_main(args: argparse.Namespace) -> None:
         "late_ms": statistics.fmean(samples[-max(1, len(samples) // 10) :]) * 1000,
         "rss_setup_mb": rss_before,
         "rss_peak_mb": peak_rss_mb(),
+        "bytes_per_turn": bytes_per_turn,
+        "cost_model": model,
         "database": f"{connection.vendor} {connection.settings_dict['NAME']}",
         "channel_layer": settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1],
         "worker": settings.VANCETOPE_WORKER,
@@ -332,24 +421,120 @@ def child_main(args: argparse.Namespace) -> None:
 # === parent: one child per (runtime, path), then the table =======================================
 
 
-def run_child(runtime: str, path: str, args: argparse.Namespace) -> dict[str, Any]:
+class OtlpSink:
+    """An OTLP/HTTP endpoint that answers every export 200 and counts the requests and the
+    spans in them: the exporter's full cost (encoding, batching, the POST), without a
+    collector, and proof that the `on` rows did trace."""
+
+    def __init__(self) -> None:
+        sink = self
+        self.exports = 0
+        self.spans = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the http.server's name)
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.headers.get("content-encoding") == "gzip":
+                    body = gzip.decompress(body)
+                sink.exports += 1
+                sink.spans += spans_in(body)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def spans_in(body: bytes) -> int:
+    """How many spans one OTLP/HTTP export carries (protobuf, the exporter's default)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    return sum(len(scope.spans) for spans in request.resource_spans for scope in spans.scope_spans)
+
+
+def counted_turns(metrics_dir: Path) -> int:
+    """The turns the row's Brain (and worker) counted in PROMETHEUS_MULTIPROC_DIR."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(metrics_dir))
+    return int(
+        sum(
+            sample.value
+            for metric in registry.collect()
+            if metric.name == "vancetope_turns"
+            for sample in metric.samples
+            if sample.name == "vancetope_turns_total"
+        )
+    )
+
+
+def observability_env(mode: str, sink: OtlpSink | None, scratch: Path) -> dict[str, str]:
+    """The environment of a row with traces and metrics `on` or `off` ("" : as configured)."""
+    if mode == "off":
+        return {"VANCETOPE_METRICS": "false", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
+    if mode == "on":
+        assert sink is not None
+        metrics_dir = scratch / "prometheus"
+        metrics_dir.mkdir()
+        return {
+            "VANCETOPE_METRICS": "true",
+            "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+            "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
+        }
+    return {}
+
+
+def run_child(
+    runtime: str,
+    chat: str,
+    path: str,
+    args: argparse.Namespace,
+    mode: str = "",
+    sink: OtlpSink | None = None,
+) -> dict[str, Any]:
     worker = "celery" if runtime == "postgres+redis" else "inprocess"
-    deployment = Deployment(runtime, f"turns_{path}", worker=worker)
+    deployment = Deployment(runtime, f"turns_{chat}_{path}", worker=worker)
     with deployment, tempfile.TemporaryDirectory() as scratch:
+        deployment.env.update(observability_env(mode, sink, Path(scratch)))
+        spans_before = sink.spans if sink is not None else 0
         celery = deployment.celery_worker() if worker == "celery" else None
+        worker_cpu = proc_cpu_seconds(celery.process.pid) if celery is not None else 0.0
         try:
-            result = _run_child(runtime, path, args, deployment, Path(scratch))
+            result = _run_child(runtime, chat, path, args, deployment, Path(scratch))
         finally:
             if celery is not None:
                 worker_memory = proc_memory_mb(celery.process.pid)
+                worker_cpu = proc_cpu_seconds(celery.process.pid) - worker_cpu
                 celery.stop()
                 if "error" not in result:
                     result["worker_rss_peak_mb"] = worker_memory.get("peak", 0.0)
+                    # The lanes' CPU: they run in the worker on this runtime.
+                    result["cpu_ms_per_turn"] += worker_cpu * 1000 / (args.warmup + args.turns)
+        result["observability"] = mode or "default"
+        if mode == "on" and sink is not None:
+            # The child flushes its last spans when it exits, so they are all in by now.
+            result["spans_exported"] = sink.spans - spans_before
+            result["turns_counted"] = counted_turns(Path(scratch) / "prometheus")
         return result
 
 
 def _run_child(
-    runtime: str, path: str, args: argparse.Namespace, deployment: Deployment, scratch: Path
+    runtime: str,
+    chat: str,
+    path: str,
+    args: argparse.Namespace,
+    deployment: Deployment,
+    scratch: Path,
 ) -> dict[str, Any]:
     result_file = scratch / "result.json"
     command = [
@@ -360,6 +545,8 @@ def _run_child(
         runtime,
         "--path",
         path,
+        "--chat",
+        chat,
         "--turns",
         str(args.turns),
         "--warmup",
@@ -371,9 +558,11 @@ def _run_child(
         "--result-file",
         str(result_file),
     ]
-    if args.profile:
-        command += ["--profile", f"{args.profile}.{runtime}.{path}.pstats"]
-    print(f"  running {runtime}/{path} …", file=sys.stderr, flush=True)
+    if args.profile is not None:
+        kept = args.profile != "-"
+        pstats_path = f"{args.profile}.{runtime}.{chat}.{path}.pstats" if kept else None
+        command += ["--profile", pstats_path or str(scratch / "profile.pstats")]
+    print(f"  running {runtime}/{chat}/{path} …", file=sys.stderr, flush=True)
     try:
         done = subprocess.run(
             command,
@@ -385,68 +574,15 @@ def _run_child(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"runtime": runtime, "path": path, "error": f">{args.child_timeout}s"}
+        return {"runtime": runtime, "chat": chat, "path": path, "error": f">{args.child_timeout}s"}
     if done.returncode != 0 or not result_file.exists():
         tail = (done.stderr or done.stdout or "(no output)").strip().splitlines()[-12:]
         print("\n".join(f"    {line}" for line in tail), file=sys.stderr)
         reason = tail[-1].strip()[:100] if tail else ""
-        return {"runtime": runtime, "path": path, "error": f"exit {done.returncode}: {reason}"}
+        failed = f"exit {done.returncode}: {reason}"
+        return {"runtime": runtime, "chat": chat, "path": path, "error": failed}
     result: dict[str, Any] = json.loads(result_file.read_text())
     return result
-
-
-def print_table(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
-    print()
-    print(
-        f"ford chat turns, scripted provider (zero latency): {args.turns} timed turns after "
-        f"{args.warmup} warm-up turns, one at a time, one session per row"
-    )
-    print(
-        f"python {platform.python_version()}, {platform.system()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs"
-    )
-    print()
-    header = (
-        f"{'runtime':<14} {'path':<10} {'turns':>5} {'turns/s':>8} {'p50 ms':>8} "
-        f"{'p99 ms':>8} {'mean ms':>8} {'max ms':>8} {'early ms':>9} {'late ms':>8} "
-        f"{'RSS setup':>10} {'peak RSS':>9} {'setup s':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for row in results:
-        if "error" in row:
-            print(f"{row['runtime']:<14} {row['path']:<10} FAILED ({row['error']})")
-            continue
-        print(
-            f"{row['runtime']:<14} {row['path']:<10} {row['turns']:>5} "
-            f"{row['turns'] / row['total_seconds']:>8.1f} {row['p50_ms']:>8.2f} "
-            f"{row['p99_ms']:>8.2f} {row['mean_ms']:>8.2f} {row['max_ms']:>8.2f} "
-            f"{row['early_ms']:>9.2f} {row['late_ms']:>8.2f} "
-            f"{row['rss_setup_mb']:>7.1f} MB {row['rss_peak_mb']:>6.1f} MB "
-            f"{row['setup_seconds']:>8.1f}"
-        )
-    print()
-    seen: set[str] = set()
-    for row in results:
-        if "error" in row or row["runtime"] in seen:
-            continue
-        seen.add(row["runtime"])
-        print(
-            f"{row['runtime']}: database {row['database']}, channel layer "
-            f"{row['channel_layer']}, worker {row['worker']}, LLM {row['llm']}"
-        )
-    for row in results:
-        if "worker_rss_peak_mb" in row:
-            print(
-                f"{row['runtime']}/{row['path']}: lanes ran on a separate `celery worker` "
-                f"(threads pool), peak RSS {row['worker_rss_peak_mb']:.1f} MB"
-            )
-    print(
-        "turns/s = timed turns / sum of their wall-clock times; early/late ms = mean of the "
-        "first/last tenth of the timed turns;\nRSS setup = ru_maxrss after django.setup + "
-        "migrate + fixtures, peak RSS = ru_maxrss after the run; setup s = those setup steps; "
-        f"service path polls every {args.poll_ms:g} ms"
-    )
 
 
 def parent_main(args: argparse.Namespace) -> int:
@@ -455,11 +591,48 @@ def parent_main(args: argparse.Namespace) -> int:
         print(skipped[0], file=sys.stderr)
         return 2
     paths = [args.path] if args.path else list(PATHS)
-    results = [run_child(runtime, path, args) for runtime in runtimes for path in paths]
-    print_table(results, args)
+    chats = [args.chat] if args.chat else list(CHATS)
+    # Off and on alternate, `--rounds` times each, so that a neighbour's load on a shared
+    # machine falls on both alike.
+    modes = {"both": ["off", "on"] * args.rounds, "on": ["on"], "off": ["off"]}.get(
+        args.observability, [""]
+    )
+    sink = OtlpSink() if "on" in modes else None
+    # The peer runs before and after the Brain's rows (the machine's load moves both).
+    peers = peers_dir(args.peers)
+    peer_reason = None if args.no_peer else missing_reason(peers, LANGGRAPH_TURNS)
+    peer_runs: list[LangGraphTurns] = []
+    if args.no_peer:
+        peer_reason = "--no-peer"
+    elif peer_reason is None:
+        assert peers is not None
+        print(f"  running LangGraph in-process ({args.turns} turns) …", file=sys.stderr)
+        peer_runs.append(langgraph_turns(peers, args.turns))
+    results = [
+        run_child(runtime, chat, path, args, mode, sink)
+        for runtime in runtimes
+        for chat in chats
+        for path in paths
+        for mode in modes
+    ]
+    if peer_runs:
+        assert peers is not None
+        print(f"  running LangGraph in-process ({args.turns} turns) …", file=sys.stderr)
+        peer_runs.append(langgraph_turns(peers, args.turns))
+    peer = print_peer(peer_runs, peer_reason)
+    print_table(results, args, peer)
+    met = print_budgets(results, peer)
+    for row in results:
+        print_cost_model(row)
+    measured, within = True, True
+    if args.observability == "both":
+        measured, within = print_overhead(results, args)
+        assert sink is not None
+        print(f"(the OTLP sink took {sink.exports} exports, {sink.spans} spans)")
     for note in skipped:
         print(f"({note})")
-    return 1 if any("error" in row for row in results) else 0
+    failed = any("error" in row for row in results) or not measured
+    return 1 if failed or (args.strict and not (met and within)) else 0
 
 
 def main() -> int:
@@ -468,6 +641,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20, help="untimed turns before them")
     parser.add_argument("--runtime", choices=RUNTIMES, help="only this runtime")
     parser.add_argument("--path", choices=PATHS, help="only this path")
+    parser.add_argument("--chat", choices=CHATS, help="only this chat (default: both)")
     parser.add_argument(
         "--turn-timeout", type=float, default=10.0, help="seconds one turn may take"
     )
@@ -482,8 +656,30 @@ def main() -> int:
     )
     parser.add_argument(
         "--profile",
+        nargs="?",
+        const="-",
         metavar="PREFIX",
-        help="write cProfile stats (all threads) of each run to PREFIX.<runtime>.<path>.pstats",
+        help="print each row's cost model from cProfile (all threads) and a count of its "
+        "statements; with PREFIX, also keep the stats in PREFIX.<runtime>.<chat>.<path>.pstats",
+    )
+    parser.add_argument(
+        "--observability",
+        choices=("both", "on", "off"),
+        help="traces and metrics off, on, or both (each row twice, p50s side by side)",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="with --observability both: off/on pairs per row"
+    )
+    parser.add_argument(
+        "--peers",
+        default=os.environ.get(PEERS_VARIABLE, ""),
+        help=f"the peers' folder (langgraph/bench_inproc.py; default ${PEERS_VARIABLE})",
+    )
+    parser.add_argument("--no-peer", action="store_true", help="leave LangGraph out")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a budget (the default chat's, or the overhead's) is not met",
     )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--result-file", help=argparse.SUPPRESS)
@@ -491,8 +687,8 @@ def main() -> int:
     if args.turns < 1 or args.warmup < 0 or args.poll_ms <= 0 or args.turn_timeout <= 0:
         parser.error("--turns must be >= 1, --warmup >= 0, --poll-ms and --turn-timeout > 0")
     if args.child:
-        if not (args.runtime and args.path and args.result_file):
-            parser.error("--child needs --runtime, --path and --result-file")
+        if not (args.runtime and args.path and args.chat and args.result_file):
+            parser.error("--child needs --runtime, --chat, --path and --result-file")
         child_main(args)
         return 0
     return parent_main(args)

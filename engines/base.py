@@ -1,4 +1,4 @@
-"""The ThinkEngine interface (ARCHITECTURE §5, seed 000 §3).
+"""The ThinkEngine interface (docs/engines.md "Adding an engine").
 
 An engine is an algorithm, not an instance: it holds no per-process state in attributes. Every
 call receives the process row (whose `engine_state` the engine owns) and a ThinkEngineContext
@@ -58,8 +58,9 @@ class Contract:
     # The goal and process params it is created with.
     goal: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
-    # Create it as its session's chat process (`ctx.is_chat_process`), not as a worker: an
-    # engine that answers a worker's goal at once and closes stays open only there.
+    # Create it as its session's chat process (which gets the chat role's params, e.g.
+    # `finishAfterGoal: false`), not as a worker: an engine that answers a worker's goal at
+    # once and closes stays open only there.
     chat_process: bool = False
     # A one-shot engine (one job per process): its first turn ends the process DONE instead of
     # leaving it open, so the contract test runs that turn last.
@@ -82,12 +83,21 @@ class ThinkEngine(ABC):
     version: ClassVar[str]
     # The engine's default tool pool; recipes add and remove from it.
     allowed_tools: ClassVar[frozenset[str]] = frozenset()
+    # Other names a client may give as `thinkEngine` for this engine (marvin's `deep-think`,
+    # the name its documented default recipe has): one name, whichever face is asked.
+    aliases: ClassVar[tuple[str, ...]] = ()
     default_settings: ClassVar[dict[str, Any]] = {}
     # The defaults a tenant, group, project or session may override (the settings cascade,
     # README "Settings"): name → description. Each becomes the setting `<engine>.<name>`, typed
     # by its default, and reaches ctx.settings unprefixed; recipe and process params still
     # override it.
     setting_descriptions: ClassVar[dict[str, str]] = {}
+    # Its children's reports that are pending at once are steered in one turn: one `steer`
+    # each, in order, on one context, then one commit that consumes them all (an engine that
+    # waits on many children, marvin, would otherwise pay a turn's commit per report). Its
+    # steer must replace process.engine_state, never change it in place: a turn whose later
+    # report fails is retried from the state before its first.
+    coalesce_reports: ClassVar[bool] = False
     # Required: how a process of this engine stays open after start (see Contract);
     # register_engine refuses an engine without one.
     contract: ClassVar[Contract]
@@ -140,6 +150,7 @@ class ThinkEngine(ABC):
             "title": cls.title,
             "description": cls.description,
             "version": cls.version,
+            "aliases": list(cls.aliases),
             "allowedTools": sorted(cls.allowed_tools),
             "defaultSettings": dict(cls.default_settings),
         }

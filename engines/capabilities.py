@@ -2,7 +2,7 @@
 
 Engines import this module (and `engines.context`, `engines.messages`, `engines.base`) and
 nothing else of the Brain: no model, no kernel. Each Protocol is implemented by the part of the
-Brain that owns the data, and the lane (`processes/lane/context.py`) puts them together:
+Brain that owns the data, and the lane (`processes/lane/context_builder.py`) puts them together:
 
 | ctx part       | Protocol        | implemented by                                          |
 | -------------- | --------------- | ------------------------------------------------------- |
@@ -106,10 +106,12 @@ class Llm(Protocol):
         *,
         step: str = "",
         model: str = "",
+        force_tool: str | None = None,
     ) -> Iterator[TextDelta | ToolCall]:
         """Stream the answer; token usage is counted and the lane's boundary checked between
         deltas (a pause or stop ends the call early). `step` names the engine's step (the
-        names docs/engines.md lists; a scripted provider's rules may match on it)."""
+        names docs/engines.md lists; a scripted provider's rules may match on it).
+        `force_tool` names one of `tools` the model must call (see `structured`)."""
         ...
 
     def complete(
@@ -120,6 +122,7 @@ class Llm(Protocol):
         stream_to_client: bool = True,
         step: str = "",
         model: str = "",
+        force_tool: str | None = None,
     ) -> Completion:
         """The whole answer; its text streams to the session's client unless told not to."""
         ...
@@ -127,10 +130,18 @@ class Llm(Protocol):
     def structured(
         self, messages: list[LlmMessage], schema: ToolSchema, *, step: str, model: str = ""
     ) -> dict[str, Any]:
-        """Structured output through a tool call (ARCHITECTURE §5a): the LLM is offered the one
-        tool `schema` declares and must call it; the call's arguments are checked against its
-        JSON Schema. No call or invalid arguments are sent back once with the validation error;
-        a second failure raises StructuredOutputError. Works alike with every provider."""
+        """Structured output through a tool call (docs/engines.md): the LLM is offered the one
+        tool `schema` declares and the call is forced (`tool_choice` naming it, a grammar for
+        the local model; a server that refuses the forced choice is asked once unforced); the
+        call's arguments are checked against its JSON Schema. No call or invalid arguments are
+        sent back once with the validation error; a second failure raises
+        StructuredOutputError. Works alike with every provider."""
+        ...
+
+    def invalid(self, schema: ToolSchema, arguments: dict[str, Any]) -> str:
+        """What is wrong with `arguments` of a call of `schema`'s tool, as `structured` says
+        it ("" if nothing): for an engine that offers the tool beside others (frankie's
+        `report_result` in its `act` step)."""
         ...
 
 
@@ -185,10 +196,14 @@ class Tools(Protocol):
 
     def names(self) -> list[str]: ...
 
-    def invoke(self, name: str, arguments: dict[str, Any]) -> ToolOutcome: ...
+    def invoke(
+        self, name: str, arguments: dict[str, Any], *, only_safety: str | None = None
+    ) -> ToolOutcome: ...
 
-    def answer(self, call: ToolCall) -> ToolOutcome:
-        """Invoke a call the LLM asked for and append the `tool` message answering it."""
+    def answer(self, call: ToolCall, *, only_safety: str | None = None) -> ToolOutcome:
+        """Invoke a call the LLM asked for and append the `tool` message answering it. With
+        `only_safety` (a service engine's probe turn: "SAFE_PROBE"), a tool of another safety is
+        refused, by name too, and the refusal is the answer the LLM reads."""
         ...
 
 
@@ -213,7 +228,7 @@ class ToolHealth(Protocol):
 
 
 class Processes(Protocol):
-    """Child processes (ARCHITECTURE §5a): spawned in the same session, in their own lanes;
+    """Child processes: spawned in the same session, in their own lanes;
     their reports come back as ParentReport messages."""
 
     def spawn(
@@ -230,10 +245,14 @@ class Processes(Protocol):
         ...
 
     def steer(self, process_id: str, message: str) -> None:
-        """A steer to one of this process's children (any other id is not found)."""
+        """A steer to one of this process's children (any other id is not found), held until
+        the child can take it: a PAUSED or SUSPENDED child reads it after its resume; a
+        CLOSED one takes nothing (Conflict)."""
         ...
 
-    def stop(self, process_id: str) -> None: ...
+    def stop(self, process_id: str) -> None:
+        """Stop a child (and its open children); one that is CLOSED already is left as it is."""
+        ...
 
     def list(self, status: str | None = None) -> list[dict[str, Any]]:
         """This process's children, as process objects."""
@@ -265,11 +284,27 @@ class Memory(Protocol):
         ...
 
     def search(self, query: str, k: int = 5) -> list[dict[str, Any]]:
-        """Hybrid search over the memory and the project's documents (PROTOCOL's results)."""
+        """Hybrid search over the memory and the project's documents (docs/protocol.md)."""
+        ...
+
+    def neighbours(
+        self, node_id: str, types: list[str] | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """The knowledge graph's valid edges at a node (mem_N or doc_N:K) the process sees,
+        of `types` (supports, contradicts, derived_from, mentions) if given: each edge with
+        its `direction` (out, in) and its `other` end (id, kind, snippet, title)."""
+        ...
+
+    def edges(
+        self, type: str, *, node_id: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """The valid edges of one type the process sees (at one node, if given), newest
+        first, as GET /api/knowledge/edges lists them."""
+        ...
 
 
 class SpaceContext(Protocol):
-    """A thinking-space node's prompt context (ARCHITECTURE §9), rendered from Handoffs only."""
+    """A thinking-space node's prompt context (docs/spaces.md), rendered from Handoffs only."""
 
     def render(self) -> str:
         """Markdown for the system prompt, read fresh (the space may have moved on)."""

@@ -1,7 +1,7 @@
 """ThinkEngineContext: built fresh for every lifecycle call; the engine's only way out.
 
 Its parts are typed by the Protocols of engines/capabilities.py; the lane builds it
-(processes/lane/context.py). Parts later work fills (processes, inbox, memory) are
+(processes/lane/context_builder.py). Parts later work fills (processes, inbox, memory) are
 `NotAvailable`: touching one raises CapabilityNotAvailable, so an engine never silently runs
 without it.
 """
@@ -65,6 +65,8 @@ class TurnUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
+    # Some call's server reported no usage: its tokens are an estimate (vancetope/llm/).
+    estimated: bool = False
 
     @property
     def total(self) -> int:
@@ -88,8 +90,9 @@ class ThinkEngineContext:
     settings: Mapping[str, Any]
     usage: TurnUsage
     tools: Tools
-    # True for the session's chat process (its goal is not a question to answer).
-    is_chat_process: bool = False
+    # The user a service process acts for (its spawn job's `originatingUserId`: whose tool
+    # failed); None for every other process. Tools such as tool_probe_as_user run as them.
+    acting_user_id: int | None = None
     tool_health: ToolHealth = _not_built("tool_health", "tool health outside agrajag")
     processes: Processes = _not_built("processes", "child processes outside a lane")
     # Set by the lane for a process whose tool pool holds inbox_post (top-level recipes).

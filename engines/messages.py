@@ -2,7 +2,7 @@
 
 The lane reads a pending message row and hands the engine `parse(kind, seq, payload)`; an
 engine matches on the type (`isinstance(message, ParentReport)`) instead of reading dict keys.
-`prompt_text()` is what the engine's LLM sees of it (PROTOCOL.md, "What an engine's LLM sees
+`prompt_text()` is what the engine's LLM sees of it (docs/protocol.md, "What an engine's LLM sees
 of non-user messages"): a person's own words as they are, everything else behind a bracketed
 tag a script's `match` can target.
 """

@@ -12,6 +12,8 @@ from engines.base import Contract, ThinkEngine
 ENGINE_PACKAGE = "engines.builtin"
 _NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 _registry: dict[str, ThinkEngine] = {}
+# Alias → engine name (ThinkEngine.aliases).
+_aliases: dict[str, str] = {}
 
 E = TypeVar("E", bound=type[ThinkEngine])
 
@@ -27,6 +29,10 @@ def register_engine(cls: E) -> E:
     if existing is not None and type(existing) is not cls:
         raise ValueError(f"engine {cls.name!r} registered twice")
     _registry[cls.name] = cls()
+    for alias in cls.aliases:
+        if alias in _registry or _aliases.get(alias, cls.name) != cls.name:
+            raise ValueError(f"engine alias {alias!r} of {cls.name!r} is taken")
+        _aliases[alias] = cls.name
     return cls
 
 
@@ -38,7 +44,8 @@ def discover_engines() -> None:
 
 
 def get_engine(name: str) -> ThinkEngine | None:
-    return _registry.get(name)
+    """The engine of `name`, or of the engine `name` is an alias of."""
+    return _registry.get(name) or _registry.get(_aliases.get(name, ""))
 
 
 def all_engines() -> list[ThinkEngine]:

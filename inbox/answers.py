@@ -1,4 +1,4 @@
-"""What an answer to each kind of item looks like (PROTOCOL.md, `inbox-answer`), and how it
+"""What an answer to each kind of item looks like (docs/protocol.md, `inbox-answer`), and how it
 reads as text for the process that posted the item.
 
 | kind        | answer                                                       |
@@ -46,32 +46,22 @@ SHAPES: dict[str, type[_Answer]] = {
 }
 
 
-def field_error(where: str, message: str) -> BadRequest:
-    """A 400 naming the offending field, as a frame's schema error does."""
-    error = BadRequest(f"{where}: {message}", error="invalid")
-    error.field = where  # type: ignore[attr-defined]
-    return error
-
-
 def checked_answer(
     kind: str, options: list[str], answer: Any, *, where: str = "answer"
 ) -> dict[str, Any]:
     """The answer as stored (unset fields left out); a BadRequest naming the field when its
     shape does not fit the kind. Call only for kinds that take an answer (SHAPES)."""
     if not isinstance(answer, dict):
-        raise field_error(where, f"must be an object, like {example(kind)}")
+        raise BadRequest.naming(where, f"must be an object, like {example(kind)}")
     try:
         model = SHAPES[kind].model_validate(answer)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join([where, *(str(part) for part in first["loc"])])
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise field_error(path, message) from exc
+        raise BadRequest.from_validation(exc, under=where) from exc
     checked = model.model_dump(exclude_none=True)
     choice = checked.get("choice")
     if choice is not None and choice not in options:
         allowed = ", ".join(repr(option) for option in options) or "none (answer with text)"
-        raise field_error(f"{where}.choice", f"must be one of the item's options: {allowed}")
+        raise BadRequest.naming(f"{where}.choice", f"must be one of the item's options: {allowed}")
     return checked
 
 

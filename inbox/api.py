@@ -3,7 +3,9 @@ answer and dismiss commands (409 when the item is no longer OPEN, or has nothing
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -12,12 +14,44 @@ from rest_framework.response import Response
 from inbox import services
 from inbox.models import InboxKind, InboxStatus
 from inbox.presenters import item_data
-from sessions_app.protocol.outbound import InboxAnsweredData, InboxItemData, InboxItemObject
-from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
+from protocol.outbound import InboxAnsweredData, InboxItemData, InboxItemObject
+from vancetope.api import PAGE_PARAMETERS, InputSerializer, Page, errors, paginated
+from vancetope.ids import public_id_pattern
 
 
-class AnswerInput(serializers.Serializer):
-    answer = serializers.DictField(
+def _shape(**properties: Any) -> dict[str, Any]:
+    required = [name for name, schema in properties.items() if "null" not in schema["type"]]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+TEXT = {"type": "string", "minLength": 1}
+NULL = {"type": "null"}
+
+
+# The answer of each kind that takes one (inbox/answers.py): the item's kind says which.
+@extend_schema_field(
+    {
+        "oneOf": [
+            _shape(
+                decision={"type": "string", "enum": ["approve", "reject"]},
+                comment={"type": ["string", "null"]},
+            ),
+            _shape(text=TEXT, choice=NULL),
+            _shape(choice=TEXT, text=NULL),
+        ]
+    }
+)
+class AnswerField(serializers.DictField):
+    pass
+
+
+class AnswerInput(InputSerializer):
+    answer = AnswerField(
         help_text='APPROVAL: {"decision": "approve" or "reject", "comment"?}; '
         'QUESTION: {"text"} or {"choice"} (one of the item\'s options)'
     )
@@ -36,7 +70,12 @@ class InboxViewSet(viewsets.ViewSet):
         parameters=[
             OpenApiParameter("status", str, enum=InboxStatus.values),
             OpenApiParameter("kind", str, enum=InboxKind.values),
-            OpenApiParameter("process", str, description="the origin process, tp_…"),
+            OpenApiParameter(
+                "process",
+                str,
+                description="the origin process, tp_…",
+                pattern=public_id_pattern("tp"),
+            ),
             *PAGE_PARAMETERS,
         ],
         responses={200: InboxPage, **errors(400, 401)},

@@ -7,10 +7,11 @@ class InboxConfig(AppConfig):
     verbose_name = "Inbox"
 
     def ready(self) -> None:
-        # The inbox_post server tool registers itself on import.
-        from inbox import tools  # noqa: F401
-        from inbox.services import take_back_items
-        from processes.actions.undo import on_turn_undone
+        # The inbox_post server tool registers itself on import; inbox/receivers.py connects
+        # what the inbox hears of processes/ (an undone turn).
+        from inbox import receivers, tools  # noqa: F401
+        from inbox.capability import set_context_inbox
+        from processes.signals import context_built
 
-        # An undo of a turn dismisses the items the turn posted that are still OPEN.
-        on_turn_undone(take_back_items)
+        # A turn's context gets ctx.inbox when its process may post.
+        context_built.connect(set_context_inbox, dispatch_uid="inbox.context_inbox")

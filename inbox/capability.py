@@ -1,6 +1,6 @@
 """`ctx.inbox` for a process: posting items (engines/capabilities.py `Inbox`).
 
-User I/O belongs to top-level recipes (ARCHITECTURE §5a): a process has `ctx.inbox` only when
+User I/O belongs to top-level recipes: a process has `ctx.inbox` only when
 its tool pool holds `inbox_post` (arthur's does; a recipe adds it with `allowedToolsAdd`).
 The lane asks `inbox_for` while it builds the context; the check reads only the engine's
 defaults and the recipe snapshot, so a process without the tool pays nothing for it.
@@ -9,6 +9,7 @@ defaults and the recipe snapshot, so a process without the tool pays nothing for
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from inbox.services import post_item
 from processes.models import ThinkProcess
@@ -42,3 +43,11 @@ def may_post(process: ThinkProcess, engine_default: Iterable[str]) -> bool:
 def inbox_for(process: ThinkProcess, engine_default: Iterable[str]) -> InboxAccess | None:
     """`ctx.inbox` for the process, or None (the context keeps its NotAvailable part)."""
     return InboxAccess(process) if may_post(process, engine_default) else None
+
+
+def set_context_inbox(
+    sender: Any, process: ThinkProcess, allowed_tools: Iterable[str], ctx: Any, **kwargs: Any
+) -> None:
+    """A turn's context is built (processes.signals.context_built): its `ctx.inbox`."""
+    if inbox := inbox_for(process, allowed_tools):
+        ctx.inbox = inbox

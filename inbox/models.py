@@ -11,6 +11,7 @@ from django.db import models
 from django.utils import timezone
 
 from vancetope.tenancy.models import Project
+from vancetope.transition_record import TransitionRecord
 
 
 class InboxKind(models.TextChoices):
@@ -81,13 +82,12 @@ class InboxItem(models.Model):
         return f"inb_{self.pk}"
 
 
-class InboxTransition(models.Model):
+class InboxTransition(TransitionRecord):
     """One change of an item's status, written by inbox.transitions with the change."""
 
     item = models.ForeignKey(InboxItem, on_delete=models.CASCADE, related_name="transitions")
-    call = models.CharField(max_length=16)
+    # Blank for the first row: a new item has no status before OPEN.
     from_status = models.CharField(max_length=16, blank=True)
-    to_status = models.CharField(max_length=16)
     by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -96,7 +96,6 @@ class InboxTransition(models.Model):
         related_name="+",
     )
     detail = models.TextField(blank=True)
-    at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["item", "at", "pk"]

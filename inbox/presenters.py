@@ -1,11 +1,11 @@
-"""The inbox item object of PROTOCOL.md, shared by the WebSocket, REST and the web UI."""
+"""The inbox item object of docs/protocol.md, shared by the WebSocket, REST and the web UI."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from inbox.models import InboxItem
-from processes.presenters import iso
+from protocol.vocabulary import iso
 
 
 def item_data(item: InboxItem) -> dict[str, Any]:

@@ -5,13 +5,12 @@ wakes it), exactly once: only the caller whose compare-and-swap moved the item o
 delivers it, in the same transaction. An item outlives its process: an answer to an item whose
 process is CLOSED or gone is stored with `origin_delivered=False` and the reason; nothing waits
 for it. An item no process posted (a system client's: the brain linker's APPROVAL, whose
-origin is its run) has its answer settled by the handler registered for its origin's prefix
-(`on_origin_answered`), in the answer's transaction; the inbox imports none of it.
+origin is its run) has its answer settled by the receiver of the `origin_answered` signal
+whose item it is (inbox/signals.py), in the answer's transaction; the inbox imports none of it.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,49 +19,22 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from inbox import transitions
-from inbox.answers import SHAPES, checked_answer, field_error, rendered
+from inbox import signals, transitions
+from inbox.answers import SHAPES, checked_answer, rendered
 from inbox.models import InboxItem, InboxKind, InboxStatus
 from inbox.transitions import InboxCall
 from processes.actions.pending import deliver
 from processes.actions.undo import TakenBack
 from processes.models import PendingKind, ThinkProcess
-from vancetope.errors import Conflict, NotFound
+from vancetope.dispatch import send_robust_logged
+from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.ids import get_by_public_id, parse_public_id
-
-log = logging.getLogger(__name__)
+from vancetope.observability import metrics
 
 TITLE_MAX = 200
 # Items one expiry sweep handles; the next sweep takes the rest.
 EXPIRE_BATCH = 500
 EXPIRED_UNANSWERED = "expired with no answer"
-
-
-# Called with each newly posted item, after its commit (triggers/ notifies the owner of a run
-# whose task asks for approval; registered in its AppConfig.ready, so the inbox imports none
-# of it). A listener's failure is logged; the item stays posted.
-PostedListener = Callable[[InboxItem], object]
-_posted_listeners: list[PostedListener] = []
-
-
-def on_item_posted(listener: PostedListener) -> None:
-    """Register `listener` (once; a second registration of the same function is ignored)."""
-    if listener not in _posted_listeners:
-        _posted_listeners.append(listener)
-
-
-# An item a system client posted has no origin process: its answer goes to the handler its
-# poster registered for the origin's prefix (the brain linker's items: `run_`, registered by
-# triggers/), inside the answer's transaction. A handler answers the item's note ("" if none),
-# or None when the item is none of its own.
-AnswerHandler = Callable[[InboxItem, dict[str, Any], Any], str | None]
-_answer_handlers: dict[str, AnswerHandler] = {}
-
-
-def on_origin_answered(prefix: str, handler: AnswerHandler) -> None:
-    """Register `handler` for the answers of process-less items whose origin starts with
-    `prefix` (one handler per prefix; registering again replaces it)."""
-    _answer_handlers[prefix] = handler
 
 
 @dataclass(frozen=True)
@@ -90,21 +62,22 @@ def filtered_items(
     user: Any, *, status: str | None = None, kind: str | None = None, process: str | None = None
 ) -> QuerySet[InboxItem]:
     """The user's items, newest first, by status, kind and origin process (tp_N, also one
-    whose row is gone); a value that names none of them is a 400."""
+    whose row is gone); a value that names none of them is a 400, an empty one (`?kind=`)
+    too: only an absent filter (None) is no filter."""
     rows = visible_items(user)
-    if status:
+    if status is not None:
         if status not in InboxStatus.values:
-            raise field_error("status", f"must be one of {', '.join(InboxStatus.values)}")
+            raise BadRequest.naming("status", f"must be one of {', '.join(InboxStatus.values)}")
         rows = rows.filter(status=status)
-    if kind:
+    if kind is not None:
         if kind not in InboxKind.values:
-            raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}")
+            raise BadRequest.naming("kind", f"must be one of {', '.join(InboxKind.values)}")
         rows = rows.filter(kind=kind)
-    if process:
+    if process is not None:
         try:
             pk = parse_public_id("tp", process, "process")
         except NotFound as exc:
-            raise field_error(
+            raise BadRequest.naming(
                 "process", f"must be a process id like tp_12, not {process!r}"
             ) from exc
         rows = rows.filter(origin_public_id=f"tp_{pk}")
@@ -147,8 +120,8 @@ def post_system_item(
     options: list[str] | None = None,
 ) -> InboxItem:
     """A new OPEN item of `user` that no process posted: a system client's (the brain
-    linker's, `origin_id` its run). Its answer goes to the handler registered for the
-    origin's prefix (`on_origin_answered`)."""
+    linker's, `origin_id` its run). Its answer goes to the receiver of the `origin_answered`
+    signal whose item it is (inbox/signals.py)."""
     item = _checked_item(kind, title, body, options, None, None)
     item.project_id = project.pk
     item.user_id = user.pk
@@ -165,18 +138,20 @@ def _checked_item(
     default_action: dict[str, Any] | None,
 ) -> InboxItem:
     if kind not in InboxKind.values:
-        raise field_error("kind", f"must be one of {', '.join(InboxKind.values)}, not {kind!r}")
+        raise BadRequest.naming(
+            "kind", f"must be one of {', '.join(InboxKind.values)}, not {kind!r}"
+        )
     title = title.strip()
     if not title or len(title) > TITLE_MAX:
-        raise field_error("title", f"must be 1 to {TITLE_MAX} characters")
+        raise BadRequest.naming("title", f"must be 1 to {TITLE_MAX} characters")
     options = [str(option) for option in options or []]
     if options and kind != InboxKind.QUESTION:
-        raise field_error("options", "only a QUESTION has options")
+        raise BadRequest.naming("options", "only a QUESTION has options")
     if any(not option.strip() for option in options) or len(set(options)) != len(options):
-        raise field_error("options", "must be distinct and not empty")
+        raise BadRequest.naming("options", "must be distinct and not empty")
     if default_action is not None:
         if kind not in SHAPES:
-            raise field_error("defaultAction", f"an {kind} item takes no answer")
+            raise BadRequest.naming("defaultAction", f"an {kind} item takes no answer")
         default_action = checked_answer(kind, options, default_action, where="defaultAction")
     return InboxItem(
         kind=kind,
@@ -190,11 +165,9 @@ def _checked_item(
 
 def _post(item: InboxItem) -> InboxItem:
     transitions.post(item)
-    for listener in _posted_listeners:
-        try:
-            listener(item)
-        except Exception:
-            log.exception("%s: a posted listener failed", item.public_id)
+    metrics.inbox_posted(item.kind)
+    # A receiver's failure is its own: the item stays posted.
+    send_robust_logged(signals.item_posted, InboxItem, item.public_id, item=item)
     return item
 
 
@@ -235,6 +208,7 @@ def answer_item(item: InboxItem, answer: Any, *, by: Any) -> Answered:
     if not moved:
         now = InboxItem.objects.get(pk=item.pk).status
         raise Conflict(f"cannot answer inbox item {item.public_id}: it is {now}")
+    metrics.inbox_answered(item.kind)
     return Answered(item, delivered=bool(item.origin_delivered))
 
 
@@ -247,19 +221,12 @@ def _delivering(
 
 def _deliver(item: InboxItem, answer: dict[str, Any], text: str, by: Any) -> dict[str, Any]:
     """The answer as an INBOX_ANSWER pending message of the origin process (waking it), or
-    to the handler of a process-less item's origin; the item's changes that say whether it
+    to the receiver of a process-less item's origin; the item's changes that say whether it
     got there."""
     payload = {"text": text, "itemId": item.public_id, "answer": answer}
     if item.origin_process_id is None and answer:
-        handler = next(
-            (
-                found
-                for prefix, found in _answer_handlers.items()
-                if item.origin_public_id.startswith(prefix)
-            ),
-            None,
-        )
-        note = handler(item, answer, by) if handler is not None else None
+        notes = signals.origin_answered.send(InboxItem, item=item, answer=answer, by=by)
+        note = next((found for _receiver, found in notes if found is not None), None)
         if note is not None:
             return {"origin_delivered": True, "origin_note": note}
     if item.origin_process_id is not None:

@@ -1,4 +1,4 @@
-"""The `inbox_post` server tool (PROTOCOL.md, "Tools of the orchestration engines").
+"""The `inbox_post` server tool (docs/protocol.md, "Tools of the orchestration engines").
 
 In no engine's default pool yet: a recipe offers it with `allowedToolsAdd: [inbox_post]`, which
 also gives its processes `ctx.inbox` (inbox/capability.py).

@@ -24,11 +24,11 @@ from django.db import transaction
 
 from inbox.models import InboxItem, InboxStatus, InboxTransition
 from inbox.presenters import item_data
+from protocol.outbound import InboxItemEvent, event
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
-from sessions_app.protocol.outbound import InboxItemEvent, event
-from vancetope import status_tables
-from vancetope.status_tables import Rule
+from vancetope import statemachine
+from vancetope.statemachine import Rule
 
 
 class InboxCall(StrEnum):
@@ -47,7 +47,7 @@ TRANSITIONS: dict[InboxCall, Rule[InboxStatus]] = {
 
 
 def check(call: InboxCall, item: InboxItem) -> Rule[InboxStatus]:
-    return status_tables.check(TRANSITIONS, call, item.status, f"inbox item {item.public_id}")
+    return statemachine.check(TRANSITIONS, call, item.status, f"inbox item {item.public_id}")
 
 
 def announce(item: InboxItem) -> None:
@@ -85,20 +85,18 @@ def apply(
     False, and nothing written or run, if another caller moved the item first."""
     rule = check(call, item)
     from_status = item.status
-    written: dict[str, Any] = {**(changes or {}), "status": rule.to}
+    to = rule.target()
+    written: dict[str, Any] = {**(changes or {}), "status": to}
     with transaction.atomic():
-        moved = InboxItem.objects.filter(pk=item.pk, status=from_status).update(**written)
-        if moved != 1:
+        if not statemachine.move(item, from_status, written):
             return False
-        for name, value in written.items():
-            setattr(item, name, value)
         more = then(item) if then is not None else {}
         if more:
             InboxItem.objects.filter(pk=item.pk).update(**more)
             for name, value in more.items():
                 setattr(item, name, value)
         InboxTransition.objects.create(
-            item=item, call=call, from_status=from_status, to_status=rule.to, by=by, detail=detail
+            item=item, call=call, from_status=from_status, to_status=to, by=by, detail=detail
         )
         announce(item)
     return True

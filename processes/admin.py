@@ -1,9 +1,7 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,7 +13,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
+from engines.tasktree import TaskTree
+from processes import session_admin  # noqa: F401  (registers the Session page)
 from processes.actions import lifecycle
+from processes.admin_tree import task_tree_html, tree_heading
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import Call, is_allowed
 from sessions_app.models import SessionEvent
@@ -31,18 +32,6 @@ PAGE_CALLS = {
 }
 # How many of the session's newest events the process page shows.
 RECENT_EVENTS = 20
-# The task tree's status colours, the same as the web UI's legend (webui.css).
-NODE_COLOURS = {
-    "PENDING": "#8a94a3",
-    "RUNNING": "#2456c7",
-    "BLOCKED": "#c98a00",
-    "DONE": "#1f7a3d",
-    "FAILED": "#b3261e",
-    "SKIPPED": "#8a94a3",
-}
-WORKER_ID = re.compile(r"^tp_(\d+)$")
-# How much of a node's result or error the tree shows; the raw JSON below it has all of it.
-SHOWN_CHARS = 160
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -57,6 +46,7 @@ class ReadOnlyInline(admin.TabularInline):
 
 class PendingInline(ReadOnlyInline):
     model = PendingMessage
+    classes = ["collapse"]  # the lane's queue: internals, folded
     fields = readonly_fields = (
         "seq",
         "kind",
@@ -134,100 +124,6 @@ class CategoryFilter(admin.SimpleListFilter):
         return queryset
 
 
-def tree_nodes(tree: Any) -> list[dict[str, Any]]:
-    """The nodes of a task tree with their parent ids: PROTOCOL.md's `{rootId, nodes}`, or a
-    tree of nested `children` as another engine may keep it."""
-    if isinstance(tree, dict) and isinstance(tree.get("nodes"), list):
-        return [node for node in tree["nodes"] if isinstance(node, dict)]
-    nodes: list[dict[str, Any]] = []
-
-    def walk(node: Any, parent_id: str | None) -> None:
-        if not isinstance(node, dict):
-            return
-        node_id = str(node.get("id") or f"node{len(nodes) + 1}")
-        nodes.append({**node, "id": node_id, "parentId": parent_id})
-        for child in node.get("children") or []:
-            walk(child, node_id)
-
-    for top in tree if isinstance(tree, list) else [tree]:
-        walk(top, None)
-    return nodes
-
-
-def _duration(node: dict[str, Any]) -> str:
-    try:
-        started = datetime.fromisoformat(str(node["startedAt"]))
-        finished = datetime.fromisoformat(str(node["finishedAt"]))
-    except (KeyError, ValueError):
-        return ""
-    return f"{(finished - started).total_seconds():.1f} s"
-
-
-def _shown(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
-
-
-def _node_line(node: dict[str, Any]) -> SafeString:
-    status = str(node.get("status") or "")
-    parts = [
-        format_html(
-            '<span class="node-status" style="color: {}; font-weight: bold">● {}</span> '
-            "<small>{}</small> {} <small>({})</small>",
-            NODE_COLOURS.get(status, "#8a94a3"),
-            status or "?",
-            node.get("kind") or "",
-            node.get("title") or node.get("name") or node.get("goal") or node["id"],
-            node["id"],
-        )
-    ]
-    if duration := _duration(node):
-        parts.append(format_html(" · {}", duration))
-    worker = WORKER_ID.match(str(node.get("processId") or ""))
-    if worker:
-        url = reverse("admin:processes_thinkprocess_change", args=[int(worker.group(1))])
-        parts.append(format_html(' · worker <a href="{}">{}</a>', url, worker.group(0)))
-    if node.get("error"):
-        parts.append(
-            format_html(' · <span style="color: #b3261e">{}</span>', _shown(node["error"]))
-        )
-    elif node.get("result") not in (None, ""):
-        parts.append(format_html(" · result: {}", _shown(node["result"])))
-    return format_html_join("", "{}", ((part,) for part in parts))
-
-
-def task_tree_html(tree: Any) -> SafeString:
-    """The tree as nested lists, each node with its status colour, kind, title, duration, its
-    worker process linked to that process's admin page, and its error or result."""
-    nodes = tree_nodes(tree)
-    ids = {node["id"] for node in nodes}
-    below: dict[str | None, list[dict[str, Any]]] = {}
-    for node in nodes:
-        parent = node.get("parentId")
-        below.setdefault(parent if parent in ids and parent != node["id"] else None, []).append(
-            node
-        )
-    drawn: set[str] = set()
-
-    def level(parent: str | None) -> SafeString:
-        items = []
-        for node in below.get(parent, []):
-            if node["id"] in drawn:
-                continue  # a cycle of parent ids: each node once
-            drawn.add(node["id"])
-            items.append(
-                (node["id"], node.get("status") or "", _node_line(node), level(node["id"]))
-            )
-        if not items:
-            return SafeString("")
-        return format_html(
-            '<ul class="task-tree-nodes">{}</ul>',
-            format_html_join("", '<li data-node="{}" data-status="{}">{}{}</li>', items),
-        )
-
-    return level(None)
-
-
 def lifecycle_action(call: Callable[[int], ThinkProcess], verb: str):  # type: ignore[no-untyped-def]
     """An admin action that goes through the same service as every client; a 409 becomes a
     message, the process is left as it was."""
@@ -283,6 +179,58 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         "sub_processes",
         "recent_session_events",
     ]
+    # What an operator reads first: what the process is, where it stands and why; then its
+    # work. The lane's bookkeeping (lease, fence, counters) and the engine's raw state are
+    # folded below (`collapse`), one click away.
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    ("status", "close_reason", "context_drift"),
+                    "goal",
+                    ("think_engine", "recipe_name"),
+                    ("session", "parent"),
+                    "last_error",
+                    ("created_at", "updated_at"),
+                ]
+            },
+        ),
+        ("Work", {"fields": ["task_tree", "sub_processes"]}),
+        (
+            "Usage",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    ("prompt_tokens", "completion_tokens", "usage_estimated"),
+                    ("llm_calls", "run_quota"),
+                ],
+            },
+        ),
+        (
+            "Engine state",
+            {
+                "classes": ["collapse"],
+                "fields": ["engine_version", "engine_params", "engine_state", "recipe_snapshot"],
+            },
+        ),
+        (
+            "Internals (the lane's bookkeeping)",
+            {
+                "classes": ["collapse"],
+                "fields": [
+                    ("lease_owner", "lease_expires_at", "lease_fence"),
+                    ("next_pending_seq", "consumed_count"),
+                    ("conversation_length", "conversation_epoch"),
+                    ("interrupt", "interrupt_at"),
+                    ("root", "depth", "descendants"),
+                    ("autostart", "uncommitted_spawn", "blocked_by_external"),
+                    ("run_owner", "trace_parent"),
+                ],
+            },
+        ),
+        ("Recent session events", {"classes": ["collapse"], "fields": ["recent_session_events"]}),
+    ]
     inlines = [PendingInline, TransitionInline, ConversationInline]
     actions = [
         lifecycle_action(lifecycle.resume_process, "resume"),
@@ -293,15 +241,20 @@ class ThinkProcessAdmin(admin.ModelAdmin):
 
     @admin.display(description="task tree")
     def task_tree(self, process: ThinkProcess) -> SafeString | str:
-        tree = (process.engine_state or {}).get("taskTree")
-        if tree is None:
+        stored = (process.engine_state or {}).get("taskTree")
+        if stored is None:
             return "— (the engine keeps no task tree, or has not planned yet)"
-        pretty = json.dumps(tree, indent=2, ensure_ascii=False, sort_keys=False)
-        return format_html(
-            '{}<details><summary>raw JSON</summary><pre class="task-tree" '
+        pretty = json.dumps(stored, indent=2, ensure_ascii=False, sort_keys=False)
+        raw = format_html(
+            '<details><summary>raw JSON</summary><pre class="task-tree" '
             'style="white-space: pre-wrap">{}</pre></details>',
-            task_tree_html(tree),
             pretty,
+        )
+        tree = TaskTree.of(process.engine_state)
+        if tree is None:  # not the protocol's tree: only its JSON
+            return raw
+        return format_html(
+            '<p class="task-tree-heading">{}</p>{}{}', tree_heading(tree), task_tree_html(tree), raw
         )
 
     @admin.display(description="sub-processes")

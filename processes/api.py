@@ -8,34 +8,45 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from engines.api import EngineNameField
 from processes import queries
 from processes.actions import create, lifecycle
 from processes.actions.steer import steer_as
 from processes.actions.task_tree import cancel_task_node
 from processes.actions.undo import undo_turn
 from processes.actions.unsend import unsend_message
-from processes.presenters import process_data, process_detail
+from processes.last_task import with_last_turn
+from processes.presenters import process_data, process_detail, process_row
 from processes.states import Status
-from sessions_app.protocol.outbound import (
+from protocol.outbound import (
     PendingData,
     ProcessDetail,
     ProcessObject,
+    ProcessRow,
     ProcessUndoneData,
     ProcessUnsentData,
 )
-from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
+from vancetope.api import (
+    PAGE_PARAMETERS,
+    Body,
+    InputSerializer,
+    Page,
+    PublicIdField,
+    errors,
+    paginated,
+)
 from vancetope.errors import BadRequest, NotFound
-from vancetope.ids import parse_public_id, parse_whole_number
+from vancetope.ids import MAX_PK, parse_public_id, parse_whole_number, public_id_pattern
 
 
-class SteerInput(serializers.Serializer):
+class SteerInput(InputSerializer):
     message = serializers.CharField(allow_blank=False)
 
 
-class CreateInput(serializers.Serializer):
-    session = serializers.CharField(help_text="the session (sess_N) the process runs in")
+class CreateInput(InputSerializer):
+    session = PublicIdField("sess", help_text="the session (sess_N) the process runs in")
     goal = serializers.CharField(required=False, allow_blank=True, default="")
-    thinkEngine = serializers.CharField(required=False, allow_null=True, default=None)
+    thinkEngine = EngineNameField(required=False, allow_null=True, default=None)
     recipe = serializers.CharField(required=False, allow_null=True, default=None)
     params = serializers.DictField(required=False, default=dict)
     start = serializers.BooleanField(required=False, default=True)
@@ -50,8 +61,8 @@ class NodeCancelled(Body):
     seq: int
 
 
-class ProcessPage(Page[ProcessObject]):
-    """A page of processes, newest first."""
+class ProcessPage(Page[ProcessRow]):
+    """A page of processes, newest first, each with its last task."""
 
 
 LIFECYCLE_SCHEMA = extend_schema(
@@ -66,15 +77,24 @@ class ProcessViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="processes_list",
         parameters=[
-            OpenApiParameter("session", str, description="sess_… id"),
+            OpenApiParameter(
+                "session", str, description="sess_… id", pattern=public_id_pattern("sess")
+            ),
             OpenApiParameter("status", str, enum=Status.values),
             OpenApiParameter("engine", str, description="think engine name"),
+            OpenApiParameter(
+                "category",
+                str,
+                enum=list(queries.CATEGORIES),
+                description="user (the default: processes of service recipes left out) or "
+                "service (only those)",
+            ),
             *PAGE_PARAMETERS,
         ],
         responses={200: ProcessPage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
-        rows = queries.visible_processes(request.user)
+        rows = queries.readable_processes(request.user)
         params = request.query_params
         if "session" in params:
             try:
@@ -90,7 +110,8 @@ class ProcessViewSet(viewsets.ViewSet):
             rows = rows.filter(status=params["status"])
         if "engine" in params:
             rows = rows.filter(think_engine=params["engine"])
-        return paginated(request, self, rows.order_by("-pk"), process_data)
+        rows = queries.in_category(rows, params.get("category"))
+        return paginated(request, self, with_last_turn(rows).order_by("-pk"), process_row)
 
     @extend_schema(
         operation_id="processes_create",
@@ -121,7 +142,8 @@ class ProcessViewSet(viewsets.ViewSet):
         responses={200: ProcessDetail, **errors(400, 401, 404)},
     )
     def retrieve(self, request: Request, process_id: str) -> Response:
-        process = self._process(request, process_id)
+        pk = parse_public_id("tp", process_id, "process")
+        process = queries.get_readable_process(request.user, pk)
         text = request.query_params.get("messages")
         limit = None if text is None else parse_whole_number(text)
         if text is not None and limit is None:
@@ -191,6 +213,14 @@ class ProcessViewSet(viewsets.ViewSet):
 
     @extend_schema(
         operation_id="processes_message_unsend",
+        parameters=[
+            OpenApiParameter(
+                "seq",
+                {"type": "integer", "minimum": 1, "maximum": MAX_PK},
+                OpenApiParameter.PATH,
+                description="the message's number in the process",
+            )
+        ],
         request=None,
         responses={200: ProcessUnsentData, **errors(400, 401, 404, 409)},
     )

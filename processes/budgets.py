@@ -1,4 +1,4 @@
-"""Budgets per process tree (ARCHITECTURE §5a): maxChildren, maxDepth, maxTokens, maxWallSeconds.
+"""Budgets per process tree: maxChildren, maxDepth, maxTokens, maxWallSeconds.
 
 A tree is a budget root and every process spawned under it. The budget root is the top-most
 ancestor that is not its session's chat process: a chat process (arthur) lives as long as its
@@ -16,24 +16,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from processes.models import ThinkProcess
 from processes.queries import chat_process_of
 from vancetope.errors import Conflict, TurnControl
+from vancetope.infra import fastsql
 
 
-class BudgetExceeded(TurnControl, Conflict):
+class BudgetExceeded(TurnControl):
     """A budget of the process's tree is used up. In a turn it ends the turn and the lane
-    fails the process (it passes through tools untouched, as every TurnControl does); from an
-    interface (a process-create with a parent) it is a 409."""
+    fails the process (no engine's or tool's `except Exception` catches it, as no
+    TurnControl); an interface's call (a process-create with a parent) gets `refusal()`, a
+    409."""
 
     error = "budget-exceeded"
 
     def __init__(self, budget: str, detail: str) -> None:
-        super().__init__(f"budget {budget} exceeded: {detail}")
+        self.message = f"budget {budget} exceeded: {detail}"
+        super().__init__(self.message)
         self.budget = budget
+
+    def refusal(self) -> Conflict:
+        return Conflict(self.message, error=self.error)
 
 
 @dataclass(frozen=True)
@@ -89,12 +94,24 @@ class Placement:
     root_id: int | None
 
 
+# The tokens the processes below a budget root (`%s`) have committed, as a scalar subquery.
+BELOW_ROOT = (
+    "(SELECT COALESCE(SUM({prompt_tokens} + {completion_tokens}), 0) FROM {table} "
+    "WHERE {root_id} = %s)"
+)
+
+
 def tree_tokens(root_id: int) -> int:
-    """Prompt + completion tokens the tree of `root_id` has committed."""
-    total = ThinkProcess.objects.filter(Q(pk=root_id) | Q(root_id=root_id)).aggregate(
-        tokens=Sum(F("prompt_tokens") + F("completion_tokens"))
+    """Prompt + completion tokens the tree of `root_id` has committed (one prepared
+    statement: a spawn and an LLM call check it on the turn path)."""
+    below = fastsql.sql(ThinkProcess, BELOW_ROOT)
+    total = fastsql.scalar(
+        ThinkProcess,
+        f"SELECT {{prompt_tokens}} + {{completion_tokens}} + {below} FROM {{table}} "
+        "WHERE {id} = %s",
+        [root_id, root_id],
     )
-    return int(total["tokens"] or 0)
+    return int(total or 0)
 
 
 def check_spend(root: ThinkProcess, limits: Limits, spent: int) -> None:
@@ -121,7 +138,7 @@ def check_spawn(parent: ThinkProcess) -> Placement:
     tree (counted on the root by compare-and-swap, so concurrent spawns cannot overshoot)."""
     chat = parent.root_id is None and is_chat_process(parent)
     root_id = None if chat else (parent.root_id or parent.pk)
-    root = parent if root_id in (None, parent.pk) else ThinkProcess.objects.get(pk=root_id)
+    root = parent if root_id in (None, parent.pk) else _row(root_id)
     limits = limits_of(root, parent)
     depth = parent.depth + 1
     if depth > limits.max_depth:
@@ -132,9 +149,12 @@ def check_spawn(parent: ThinkProcess) -> Placement:
         )
     if root_id is not None:
         check_spend(root, limits, tree_tokens(root_id))
-        counted = ThinkProcess.objects.filter(
-            pk=root_id, descendants__lt=limits.max_children
-        ).update(descendants=F("descendants") + 1)
+        counted = fastsql.update(
+            ThinkProcess,
+            "{id} = %s AND {descendants} < %s",
+            [root_id, limits.max_children],
+            {"descendants": fastsql.Add(1)},
+        )
         if counted != 1:
             raise BudgetExceeded(
                 "maxChildren",
@@ -155,6 +175,11 @@ class TreeBudget:
         self._chat = chat
         # The budget root, read once per context (its params and age are what is checked).
         self._root: ThinkProcess | None = None
+        # What the tree had committed when this context first asked: a call's later LLM calls
+        # add their own unsaved tokens to it instead of summing the tree again (what other
+        # processes of the tree commit meanwhile is seen by their own checks and the next
+        # call's).
+        self._committed: int | None = None
 
     def check_llm_call(self, unsaved_tokens: int) -> None:
         """`unsaved_tokens`: what this call's earlier LLM calls spent, not yet committed."""
@@ -165,11 +190,39 @@ class TreeBudget:
             root, spent = process, process.prompt_tokens + process.completion_tokens
         else:
             root_id = process.root_id or process.pk
-            root = process if root_id == process.pk else self._root_row(root_id)
-            spent = tree_tokens(root_id)
+            if self._committed is None:
+                self._root, self._committed = root_and_tokens(root_id)
+            root = process if root_id == process.pk or self._root is None else self._root
+            spent = self._committed
         check_spend(root, limits_of(root, process), spent + unsaved_tokens)
 
-    def _root_row(self, root_id: int) -> ThinkProcess:
-        if self._root is None:
-            self._root = ThinkProcess.objects.get(pk=root_id)
-        return self._root
+
+# What the budgets read of a tree's root (limits_of, check_spend): not its engine_state, which
+# for marvin is the whole task tree, read for every LLM call of every worker otherwise.
+ROOT_FIELDS = (
+    "id",
+    "recipe_snapshot",
+    "engine_params",
+    "created_at",
+    "prompt_tokens",
+    "completion_tokens",
+)
+
+
+def _row(root_id: int) -> ThinkProcess:
+    found = fastsql.select(ThinkProcess, "{id} = %s", [root_id], names=ROOT_FIELDS)
+    if not found:
+        raise ThinkProcess.DoesNotExist(f"tp_{root_id}")
+    return found[0]
+
+
+def root_and_tokens(root_id: int) -> tuple[ThinkProcess, int]:
+    """The budget root's row and the tokens its tree has committed, in one statement."""
+    below = fastsql.sql(ThinkProcess, BELOW_ROOT)
+    found = fastsql.select(
+        ThinkProcess, "{id} = %s", [root_id, root_id], also=[("below", below)], names=ROOT_FIELDS
+    )
+    if not found:
+        raise ThinkProcess.DoesNotExist(f"tp_{root_id}")
+    root = found[0]
+    return root, int(getattr(root, "below", 0)) + root.prompt_tokens + root.completion_tokens

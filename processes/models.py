@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from processes.states import CloseReason, Status
 from sessions_app.models import Session
+from vancetope.transition_record import TransitionRecord
 
 
 class ThinkProcess(models.Model):
@@ -19,7 +20,7 @@ class ThinkProcess(models.Model):
     parent = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
-    # The process whose budget this one spends (ARCHITECTURE §5a, "Budgets per process tree"):
+    # The process whose budget this one spends:
     # null for a process that is its own budget root (a top-level process, or a child of a
     # session's chat process, whose every task gets a budget of its own).
     root = models.ForeignKey(
@@ -32,6 +33,16 @@ class ThinkProcess(models.Model):
     # Set by the parent's commit for a child it spawned: the child is started in its own lane
     # (and started again by recovery if the Brain stopped before it was).
     autostart = models.BooleanField(default=False)
+    # True from a turn's spawn until that turn commits (which sets autostart): a child whose
+    # spawning turn never committed (a crash, a failed attempt) is removed, never started
+    # (processes/recovery.py `remove_abandoned_spawns`), so a retried turn makes no second one.
+    uncommitted_spawn = models.BooleanField(default=False)
+    # The person a system run works for (a workflow run over REST, cron or a webhook runs in a
+    # `_system` session): they read the run's processes, its children's too, but do not
+    # change them (processes/queries.py). Null for a person's own processes.
+    run_owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     think_engine = models.CharField(max_length=50)
     engine_version = models.CharField(max_length=20)
     goal = models.TextField(blank=True)
@@ -66,6 +77,8 @@ class ThinkProcess(models.Model):
     completion_tokens = models.PositiveBigIntegerField(default=0)
     # LLM calls its turns and lifecycle calls made (a run log sums them over a tree).
     llm_calls = models.PositiveIntegerField(default=0)
+    # Some of its tokens are an estimate: a server that reported no usage (vancetope/llm/).
+    usage_estimated = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
     # A bounded continuation (a cron job's process_continue, processes/lane/quota.py): empty
     # for every other process, so their turns check nothing.
@@ -73,6 +86,11 @@ class ThinkProcess(models.Model):
     # The external key a BLOCKED process waits for (`jira:ABC-1`, set by its await_external
     # tool call); a webhook's unblock_tasks steers the processes of its key and clears it.
     blocked_by_external = models.CharField(max_length=200, blank=True, db_index=True)
+    # The W3C traceparent of the span this process was created under (its parent's spawn, or
+    # a span of its own), written at its creation when tracing is on: its turns are children
+    # of that span, so a process tree is one trace on every worker (vancetope/observability/
+    # tracing.py). Empty when tracing was off, and for a session's chat process.
+    trace_parent = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -184,16 +202,12 @@ class ConversationMessage(models.Model):
         return f"{self.process_id}[{self.index}] {self.role}"
 
 
-class ProcessTransition(models.Model):
+class ProcessTransition(TransitionRecord):
     """A record row for every change of status: who asked for what, from where to where."""
 
     process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="transitions")
-    call = models.CharField(max_length=16)
-    from_status = models.CharField(max_length=16)
-    to_status = models.CharField(max_length=16)
     close_reason = models.CharField(max_length=16, blank=True)
     detail = models.TextField(blank=True)
-    at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["process", "at", "pk"]

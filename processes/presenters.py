@@ -1,14 +1,12 @@
-"""The process object of PROTOCOL.md, shared by the WebSocket and REST interfaces."""
+"""The process object of docs/protocol.md, shared by the WebSocket and REST interfaces."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from processes.last_task import last_task
 from processes.models import ConversationMessage, ThinkProcess
-
-
-def iso(value: Any) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value else None
+from protocol.vocabulary import iso
 
 
 def process_data(process: ThinkProcess) -> dict[str, Any]:
@@ -28,15 +26,25 @@ def process_data(process: ThinkProcess) -> dict[str, Any]:
         "usage": {
             "promptTokens": process.prompt_tokens,
             "completionTokens": process.completion_tokens,
+            "estimated": process.usage_estimated,
         },
     }
 
 
+def process_row(process: ThinkProcess) -> dict[str, Any]:
+    """A process of a list (a row of `last_task.with_last_turn`): with its last task."""
+    return {**process_data(process), "lastTask": last_task(process)}
+
+
 def process_detail(process: ThinkProcess, *, messages_limit: int | None = None) -> dict[str, Any]:
     """The process with its task tree, pending count, last error and conversation (without
-    the messages an undo took back)."""
+    the messages an undo took back).
+
+    The conversation is read after the row; a turn that committed in between would show its
+    messages beside the row's older status and pending count. Only the messages the row counts
+    are shown, so the detail is one consistent moment."""
     conversation = ConversationMessage.objects.filter(
-        process_id=process.pk, undone_at__isnull=True
+        process_id=process.pk, undone_at__isnull=True, index__lt=process.conversation_length
     ).order_by("-index")
     if messages_limit is not None:
         conversation = conversation[:messages_limit]

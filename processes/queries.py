@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from processes.lane.boundary import INTERRUPT_TTL, interrupt_is_fresh
+from processes.lane.interrupts import INTERRUPT_TTL, interrupt_is_fresh
 from processes.models import PendingMessage, ThinkProcess
 from processes.states import WAKE_ON_MESSAGE
 from sessions_app.models import Session
-from vancetope.errors import NotFound
+from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.infra import fastsql
 
 
@@ -26,15 +26,63 @@ def visible_processes(user: Any) -> QuerySet[ThinkProcess]:
     return ThinkProcess.objects.filter(session__owner=user).select_related("session", "parent")
 
 
+def readable_processes(user: Any) -> QuerySet[ThinkProcess]:
+    """What the user may read: their own (`visible_processes`) and the processes of the
+    system runs they own (a workflow run over REST, cron or a webhook, in a `_system`
+    session), which they read but do not change."""
+    if not user.is_authenticated:
+        return ThinkProcess.objects.none()
+    mine = Q(session__owner=user) | Q(run_owner=user)
+    return ThinkProcess.objects.filter(mine).select_related("session", "parent")
+
+
+# A process list's categories: the ordinary list (`user`) leaves out the processes of service
+# recipes (`category: service`), which a person sees only when asking for them (`service`).
+CATEGORIES = ("user", "service")
+
+
+def in_category(
+    rows: QuerySet[ThinkProcess], category: str | None, field: str = "category"
+) -> QuerySet[ThinkProcess]:
+    """The rows of one listing category (None or "": the ordinary list); another value is a
+    400 naming `field`."""
+    if category not in (None, "", *CATEGORIES):
+        raise BadRequest(
+            f"{field} must be one of {', '.join(CATEGORIES)}, not {category!r}", field=field
+        )
+    service = Q(recipe_snapshot__category="service")
+    return rows.filter(service) if category == "service" else rows.exclude(service)
+
+
+def get_readable_process(user: Any, process_id: int) -> ThinkProcess:
+    process = readable_processes(user).filter(pk=process_id).first()
+    if process is None:
+        raise NotFound(f"process tp_{process_id} not found")
+    return process
+
+
 def is_visible(process: ThinkProcess, user: Any) -> bool:
     """The rule of `visible_processes` for one loaded process (with its session)."""
     return bool(user.is_authenticated) and process.session.owner_id == user.pk
 
 
+def check_changeable(process: ThinkProcess, user: Any) -> None:
+    """Refuse a change of a process the user does not own: a process of a system run of
+    theirs is a 409 saying why (they read it), any other a 404."""
+    if is_visible(process, user):
+        return
+    if user.is_authenticated and process.run_owner_id == user.pk:
+        raise Conflict(
+            f"process {process.public_id} belongs to a system run of yours: you can read "
+            "it, but only the run changes it"
+        )
+    raise NotFound(f"process {process.public_id} not found")
+
+
 def get_visible_process(user: Any, process_id: int) -> ThinkProcess:
-    process = visible_processes(user).filter(pk=process_id).first()
-    if process is None:
-        raise NotFound(f"process tp_{process_id} not found")
+    """One of the user's own processes, to change (see `check_changeable`)."""
+    process = get_readable_process(user, process_id)
+    check_changeable(process, user)
     return process
 
 
@@ -70,6 +118,15 @@ def has_work(process_id: int) -> bool:
 def next_pending(process_id: int, *, unless_interrupted: bool = False) -> PendingMessage | None:
     """The process's next pending message; with `unless_interrupted`, none while a fresh
     interrupt waits (checked in the same statement)."""
+    found = next_pendings(process_id, 1, unless_interrupted=unless_interrupted)
+    return found[0] if found else None
+
+
+def next_pendings(
+    process_id: int, limit: int, *, unless_interrupted: bool = False
+) -> list[PendingMessage]:
+    """The process's next `limit` pending messages in order, in one statement (a lane that
+    may steer several parent reports in one turn reads them with the commit's own read)."""
     where = "{process_id} = %s AND {consumed} = %s"
     params: list[Any] = [process_id, False]
     if unless_interrupted:
@@ -79,8 +136,7 @@ def next_pending(process_id: int, *, unless_interrupted: bool = False) -> Pendin
         )
         fresh_after = timezone.now() - INTERRUPT_TTL
         params += [process_id, connection.ops.adapt_datetimefield_value(fresh_after)]
-    found = fastsql.select(PendingMessage, where, params, tail="ORDER BY {seq} LIMIT 1")
-    return found[0] if found else None
+    return fastsql.select(PendingMessage, where, [*params, limit], tail="ORDER BY {seq} LIMIT %s")
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Q
 from django.utils import timezone
@@ -11,9 +13,12 @@ from django.utils import timezone
 from engines.registry import is_compatible
 from processes import transitions
 from processes.lane import lease as lanes
-from processes.lane.wake import dispatch_start, wake_lane
+from processes.lane.dispatch import dispatch_start, wake_lane
 from processes.models import PendingMessage, ThinkProcess
 from processes.states import WAKE_ON_MESSAGE, Status
+from vancetope.observability import metrics
+
+log = logging.getLogger(__name__)
 
 # A pending message older than this on an idle lane lost its wake-up: the sweeper wakes it.
 LOST_WAKE_AFTER = timedelta(seconds=5)
@@ -64,6 +69,29 @@ def recover_processes() -> RecoveryReport:
     return RecoveryReport(lanes_report.recovered, expired, lanes_report.woken)
 
 
+def remove_abandoned_spawns(now: datetime, process_ids: Iterable[int] | None = None) -> int:
+    """Remove children whose spawning turn never committed: still INIT, still the turn's
+    (`uncommitted_spawn`), and nobody holds their parent's lane, so that turn is over (a
+    crash, or a failed attempt). They never ran and no client heard of them; the retried turn
+    spawns what it needs, so one message never makes two trees, and the tree's budgets count
+    only committed children. `process_ids`: only these (a failed attempt's own)."""
+    if process_ids is None:
+        which = Q(parent__lease_owner="") | Q(parent__lease_expires_at__lt=now)
+    else:
+        which = Q(pk__in=list(process_ids))
+    abandoned = ThinkProcess.objects.filter(which, status=Status.INIT, uncommitted_spawn=True)
+    removed = 0
+    for process in abandoned:
+        log.warning(
+            "removing %s: the turn of %s that spawned it never committed",
+            process.public_id,
+            f"tp_{process.parent_id}",
+        )
+        process.delete()
+        removed += 1
+    return removed
+
+
 def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     """Bring back processes left RUNNING by a dead worker (lease expired, or its owner was a
     process on this host that no longer runs) to IDLE, and wake every wakeable process whose
@@ -87,6 +115,9 @@ def recover_lanes(min_pending_age: timedelta) -> RecoveryReport:
     recovered = 0
     for start in range(0, len(candidates), RECOVER_CHUNK):
         recovered += transitions.recover_running(candidates[start : start + RECOVER_CHUNK], owners)
+    metrics.lease_recovered(recovered)
+    # Before any lane is woken again: its retried turn must not find its first try's children.
+    remove_abandoned_spawns(now)
     waiting = (
         PendingMessage.objects.filter(
             consumed=False,

@@ -1,34 +1,18 @@
-"""Process statuses and the one transition table (ARCHITECTURE §4).
+"""Process statuses and the one transition table.
 
 Every change of a process's status is applied by `processes.transitions`, which checks it here
-first; a call the table does not allow raises Conflict (409) before anything is changed.
+first (the table's rules are the shared machine's, vancetope/statemachine.py); a call the
+table does not allow raises Conflict (409) before anything is changed. The statuses themselves
+are the protocol's words (protocol/vocabulary.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
-from django.db import models
-
+from protocol.vocabulary import CloseReason, Status
+from vancetope import statemachine
 from vancetope.errors import Conflict
-
-
-class Status(models.TextChoices):
-    INIT = "INIT"  # created, engine.start not yet called
-    RUNNING = "RUNNING"  # a lifecycle call or turn is running in the lane
-    IDLE = "IDLE"  # between turns, pending queue empty; a new message wakes it
-    BLOCKED = "BLOCKED"  # waiting for an inbox answer; a new message wakes it
-    PAUSED = "PAUSED"  # paused by the user; waits for resume
-    SUSPENDED = "SUSPENDED"  # halted by the system; waits for resume
-    CLOSED = "CLOSED"  # terminal; see close_reason
-
-
-class CloseReason(models.TextChoices):
-    DONE = "DONE"  # the goal was reached
-    STOPPED = "STOPPED"  # stopped by the user, a parent or a session close
-    STALE = "STALE"  # engine gone or its version incompatible; never resumed automatically
-    FAILED = "FAILED"  # the engine failed and its retries are exhausted
 
 
 class Call(StrEnum):
@@ -55,14 +39,7 @@ class Call(StrEnum):
 ALL = frozenset(Status.values)
 
 
-@dataclass(frozen=True)
-class Rule:
-    allowed_from: frozenset[str]
-    # None: the call does not change the status by itself (steer, turn end decides).
-    to: Status | None
-    # For RESET: CLOSED is only allowed with one of these close reasons.
-    closed_reasons: frozenset[str] = frozenset()
-
+Rule = statemachine.Rule[Status]
 
 TRANSITIONS: dict[Call, Rule] = {
     Call.START: Rule(frozenset({Status.INIT}), Status.IDLE),
@@ -74,7 +51,8 @@ TRANSITIONS: dict[Call, Rule] = {
     Call.RESET: Rule(
         frozenset({Status.PAUSED, Status.SUSPENDED, Status.CLOSED}),
         Status.INIT,
-        closed_reasons=frozenset({CloseReason.STOPPED, CloseReason.FAILED}),
+        # From CLOSED only what was stopped or failed; a DONE or STALE process stays closed.
+        reasons_from={Status.CLOSED: frozenset({CloseReason.STOPPED, CloseReason.FAILED})},
     ),
     # A BLOCKED process goes IDLE (what it waited for was the undone turn's); others stay.
     Call.UNDO: Rule(frozenset({Status.IDLE, Status.PAUSED, Status.BLOCKED}), None),
@@ -91,12 +69,7 @@ TURN_OUTCOMES = frozenset({Status.IDLE, Status.BLOCKED, Status.CLOSED})
 
 
 def is_allowed(call: Call, status: str, close_reason: str = "") -> bool:
-    rule = TRANSITIONS[call]
-    if status not in rule.allowed_from:
-        return False
-    if status == Status.CLOSED and rule.closed_reasons:
-        return close_reason in rule.closed_reasons
-    return True
+    return TRANSITIONS[call].allows(status, close_reason)
 
 
 def check_call(call: Call, status: str, close_reason: str = "", *, label: str = "") -> Rule:

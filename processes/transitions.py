@@ -20,8 +20,8 @@ from django.utils import timezone
 
 from processes.models import ProcessTransition, ThinkProcess
 from processes.states import Call, CloseReason, Status, check_call
+from protocol.outbound import Event, ProcessStatusEvent, event
 from sessions_app.events import emit_event, emit_events
-from sessions_app.protocol.outbound import Event, ProcessStatusEvent, event
 from vancetope.infra import fastsql
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class TransitionLost(Exception):
 
 
 def status_event(process: ThinkProcess, status: str, reason: str = "") -> Event:
-    """The `process-status` event of PROTOCOL.md."""
+    """The `process-status` event of docs/protocol.md."""
     return event(
         ProcessStatusEvent(
             processId=process.public_id,

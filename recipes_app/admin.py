@@ -6,6 +6,8 @@ import yaml
 from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from engines.registry import all_engines, get_engine
 from recipes_app.models import Recipe, RecipeScope, Strategy
@@ -30,6 +32,7 @@ class RecipeForm(forms.ModelForm):
             "allowed_tools_remove",
             "category",
             "roles",
+            "a2a",
             "scope",
             "tenant",
             "project",
@@ -118,8 +121,35 @@ class YamlField(forms.CharField):
             raise forms.ValidationError(f"not YAML or JSON: {error}") from error
 
 
+# A phase's keys in the order strategies.yaml and docs/engines.md write them.
+PHASE_KEYS = {
+    key: position
+    for position, key in enumerate(
+        ("name", "title", "goal", "recipe", "params", "output", "gate", "checkpoint")
+    )
+}
+
+
+def in_written_order(phases: Any) -> Any:
+    """The phases with their keys in the order they are written in (PostgreSQL's jsonb keeps
+    keys in an order of its own)."""
+    if not isinstance(phases, list):
+        return phases
+    return [
+        dict(sorted(phase.items(), key=lambda item: PHASE_KEYS.get(item[0], len(PHASE_KEYS))))
+        if isinstance(phase, dict)
+        else phase
+        for phase in phases
+    ]
+
+
+class PhasesField(YamlField):
+    def prepare_value(self, value: Any) -> Any:
+        return super().prepare_value(in_written_order(value))
+
+
 class StrategyForm(forms.ModelForm):
-    phases = YamlField(
+    phases = PhasesField(
         help_text="The phases, in YAML or JSON, as recipes_app/strategy.schema.json says "
         "(docs/engines.md, vogon). Checked on save; a problem names its field."
     )
@@ -161,6 +191,24 @@ class StrategyAdmin(admin.ModelAdmin):
     list_display = ["name", "title", "scope", "tenant", "project", "updated_at"]
     list_filter = ["scope"]
     search_fields = ["name", "title", "description"]
+    readonly_fields = ["phases_as_yaml"]
+
+    def get_fields(  # type: ignore[override]
+        self, request: HttpRequest, obj: Strategy | None = None
+    ) -> list[str]:
+        """The form's fields; a bundled strategy (read-only) shows its phases as YAML, as the
+        form of the others does, not as the JSON the database holds."""
+        fields = list(StrategyForm.Meta.fields)
+        if obj is not None and obj.scope == RecipeScope.BUNDLED:
+            fields[fields.index("phases")] = "phases_as_yaml"
+        return fields
+
+    @admin.display(description="phases")
+    def phases_as_yaml(self, strategy: Strategy) -> SafeString:
+        text = yaml.safe_dump(
+            in_written_order(strategy.phases), sort_keys=False, allow_unicode=True, width=100
+        )
+        return format_html('<pre class="strategy-yaml">{}</pre>', text)
 
     # Bundled strategies are shown but not edited here: the next start would undo the edit.
     def has_change_permission(self, request: HttpRequest, obj: Strategy | None = None) -> bool:

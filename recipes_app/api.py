@@ -10,11 +10,12 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from engines.api import EngineNameField
 from engines.registry import get_engine
+from protocol.outbound import RecipeObject, RecipesData
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.writes import API_FIELDS, delete_recipe, shadowed_scopes, write_recipe
-from sessions_app.protocol.outbound import RecipeObject, RecipesData
-from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
+from vancetope.api import PAGE_PARAMETERS, InputSerializer, Page, errors, paginated
 from vancetope.errors import BadRequest, NotFound
 from vancetope.tenancy.services import visible_projects, visible_tenants
 
@@ -34,6 +35,7 @@ def recipe_data(recipe: Recipe) -> dict[str, Any]:
         "allowedToolsRemove": recipe.allowed_tools_remove,
         "category": recipe.category,
         "roles": recipe.roles,
+        "a2a": recipe.a2a,
         "scope": recipe.scope,
         "tenant": recipe.tenant.slug if recipe.tenant else None,
         "projectId": recipe.project.public_id if recipe.project else None,
@@ -45,9 +47,9 @@ class RecipePage(Page[RecipeObject]):
     """A page of recipes, by name (a name may be in several scopes)."""
 
 
-class RecipeInput(serializers.Serializer):
+class RecipeInput(InputSerializer):
     name = serializers.RegexField(r"^[a-z0-9]+(-[a-z0-9]+)*$", max_length=100)
-    engine = serializers.CharField(max_length=50)
+    engine = EngineNameField(max_length=50)
     title = serializers.CharField(max_length=200, required=False, allow_blank=True)
     description = serializers.CharField(required=False, allow_blank=True)
     params = serializers.DictField(required=False)
@@ -56,8 +58,11 @@ class RecipeInput(serializers.Serializer):
     allowedToolsRemove = serializers.ListField(child=serializers.CharField(), required=False)
     category = serializers.ChoiceField(RecipeCategory.choices, required=False)
     roles = serializers.ListField(child=serializers.CharField(), required=False)
+    a2a = serializers.BooleanField(required=False)
     scope = serializers.ChoiceField([RecipeScope.TENANT, RecipeScope.PROJECT])
-    projectId = serializers.CharField(required=False)
+    projectId = serializers.CharField(
+        help_text="proj_…: the project (a tenant recipe: a project of the tenant)"
+    )
 
     def validate_engine(self, value: str) -> str:
         if get_engine(value) is None:
@@ -130,7 +135,12 @@ class RecipeViewSet(viewsets.ViewSet):
     @extend_schema(
         parameters=[
             OpenApiParameter("scope", str, enum=[RecipeScope.TENANT, RecipeScope.PROJECT]),
-            OpenApiParameter("projectId", str, required=True, description="proj_… id"),
+            OpenApiParameter(
+                "projectId",
+                {"type": "string", "minLength": 1},
+                required=True,
+                description="proj_… id",
+            ),
         ],
         responses={204: None, **errors(400, 401, 403, 404)},
     )

@@ -7,20 +7,12 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from protocol.vocabulary import RecipeCategory, RecipeScope
 from vancetope.tenancy.models import Project, Tenant
 
+__all__ = ["Recipe", "RecipeCategory", "RecipeScope", "Strategy", "scoped_definition_constraints"]
+
 kebab = RegexValidator(r"^[a-z0-9]+(-[a-z0-9]+)*$", "use lowercase-kebab, e.g. frankie-coding")
-
-
-class RecipeScope(models.TextChoices):
-    BUNDLED = "bundled"  # shipped in recipes_app/recipes.yaml, same for every tenant
-    TENANT = "tenant"  # defined for one tenant, overrides bundled
-    PROJECT = "project"  # defined for one project, overrides tenant and bundled
-
-
-class RecipeCategory(models.TextChoices):
-    USER = "user"  # spawned by people and their chat engines; listed to users
-    SERVICE = "service"  # spawned by the system (e.g. agrajag); hidden from user listings
 
 
 def scoped_definition_constraints(kind: str) -> list[models.BaseConstraint]:
@@ -62,6 +54,9 @@ class Recipe(models.Model):
         max_length=16, choices=RecipeCategory.choices, default=RecipeCategory.USER
     )
     roles = models.JSONField(default=list, blank=True)
+    # Published as an A2A agent (a2a_face/): an agent card at /a2a/<project>/<name> for the
+    # people of every project that sees this recipe (by their API token, as REST).
+    a2a = models.BooleanField(default=False)
     scope = models.CharField(max_length=16, choices=RecipeScope.choices)
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, null=True, blank=True, related_name="recipes"

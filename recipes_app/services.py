@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from vancetope.errors import BadRequest, NotFound
+from vancetope.infra import fastsql
 from vancetope.tenancy.models import Project
 
 BUNDLED_RECIPES = Path(__file__).with_name("recipes.yaml")
@@ -25,6 +26,7 @@ RECIPE_FIELDS = {
     "allowed_tools_remove",
     "category",
     "roles",
+    "a2a",
 }
 SCOPE_RANK = {RecipeScope.PROJECT: 0, RecipeScope.TENANT: 1, RecipeScope.BUNDLED: 2}
 
@@ -91,10 +93,22 @@ def resolve_recipe(project: Project, *, recipe: str | None, engine: str | None) 
     name = recipe or engine
     if not name:
         raise BadRequest("name a recipe or a thinkEngine")
-    candidates = sorted(
-        recipes_in_scope(project).filter(name=name),
-        key=lambda row: SCOPE_RANK[RecipeScope(row.scope)],
+    # `recipes_in_scope` with the name, as one prepared statement: a parent's turn resolves
+    # the recipe of every child it spawns.
+    rows = fastsql.select(
+        Recipe,
+        "{name} = %s AND ({scope} = %s OR ({scope} = %s AND {tenant} = %s) "
+        "OR ({scope} = %s AND {project} = %s))",
+        [
+            name,
+            RecipeScope.BUNDLED,
+            RecipeScope.TENANT,
+            project.tenant_id,
+            RecipeScope.PROJECT,
+            project.pk,
+        ],
     )
+    candidates = sorted(rows, key=lambda row: SCOPE_RANK[RecipeScope(row.scope)])
     if not candidates:
         what = "recipe" if recipe else "no recipe for think engine"
         raise NotFound(f"{what} {name!r} in project {project.public_id}")

@@ -43,6 +43,7 @@ API_FIELDS = {
     "allowed_tools_remove": "allowedToolsRemove",
     "category": "category",
     "roles": "roles",
+    "a2a": "a2a",
 }
 DEFAULTS: dict[str, Any] = {
     "title": "",
@@ -53,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "allowed_tools_remove": [],
     "category": RecipeCategory.USER,
     "roles": [],
+    "a2a": False,
 }
 
 
@@ -126,6 +128,7 @@ def _check_names(recipe: Recipe) -> None:
     }
     for field, problem in problems.items():
         if problem:
-            error = BadRequest(f"{API_FIELDS[field]}: {problem}", error="invalid")
-            error.field = API_FIELDS[field]  # type: ignore[attr-defined]
+            error = BadRequest(
+                f"{API_FIELDS[field]}: {problem}", error="invalid", field=API_FIELDS[field]
+            )
             raise error

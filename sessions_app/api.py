@@ -7,10 +7,10 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from protocol.outbound import SessionObject
 from sessions_app import services
 from sessions_app.models import ClientType, SessionStatus
 from sessions_app.presenters import session_data
-from sessions_app.protocol.outbound import SessionObject
 from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated
 from vancetope.errors import BadRequest
 from vancetope.ids import parse_public_id

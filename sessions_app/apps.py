@@ -7,6 +7,5 @@ class SessionsConfig(AppConfig):
     verbose_name = "Sessions"
 
     def ready(self) -> None:
-        from sessions_app import memory_sessions
-
-        memory_sessions.register()
+        # Answers the memory kernel's session_wanted signal.
+        from sessions_app import memory_sessions  # noqa: F401

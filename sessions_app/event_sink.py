@@ -7,7 +7,7 @@ it is held and joined with the next ones. Held deltas go out with the next event
 runs (`store_held`), and at the commit. Whole messages (the assistant's answer, task trees) wait
 for the commit, so a client never sees what a crash takes back.
 
-Every event's data is built from its model in sessions_app/protocol/outbound.py; what a kernel
+Every event's data is built from its model in protocol/outbound.py; what a kernel
 hands over as (name, data) through `emit` is checked against that model.
 """
 
@@ -20,8 +20,7 @@ from typing import Any
 
 from django.db import transaction
 
-from sessions_app.events import emit_events
-from sessions_app.protocol.outbound import (
+from protocol.outbound import (
     ChatDeltaEvent,
     ChatMessageEvent,
     Event,
@@ -30,6 +29,7 @@ from sessions_app.protocol.outbound import (
     event,
     event_from,
 )
+from sessions_app.events import emit_events
 
 
 class EventSink:
@@ -39,8 +39,13 @@ class EventSink:
         process_public_id: str,
         delta_interval: float,
         opening: Callable[[], list[Event]] | None = None,
+        *,
+        keeps_chat: bool = True,
     ) -> None:
         self._session_id = session_id
+        # A system client's session keeps no chat history: its chat-message events are not
+        # stored (the conversation stays with the process).
+        self._keeps_chat = keeps_chat
         self._process_id = process_public_id
         self._delta_interval = delta_interval
         # Run (inside the transaction) before the first events are stored; its events go
@@ -90,6 +95,8 @@ class EventSink:
             self.store_held()
 
     def chat_message(self, role: str, text: str, *, at_once: bool = False) -> None:
+        if not self._keeps_chat:
+            return
         item = event(ChatMessageEvent(processId=self._process_id, role=role, text=text))
         if at_once:
             self.emit_now(item)
@@ -97,6 +104,8 @@ class EventSink:
             self.emit_after_commit(item)
 
     def task_tree(self, tree: dict[str, Any]) -> None:
+        # A turn that steers several reports (marvin's) sends the tree once, as the last left it.
+        self.after_commit = [item for item in self.after_commit if item[0] != TaskTreeEvent.name]
         self.emit_after_commit(event(TaskTreeEvent(processId=self._process_id, tree=tree)))
 
     def notify(self, text: str, level: str = "info") -> None:

@@ -19,8 +19,8 @@ from channels.layers import get_channel_layer
 from django.db import connection, transaction
 from django.utils import timezone
 
+from protocol.outbound import EVENT_MODELS, Event, UnknownEvent
 from sessions_app.models import Session, SessionEvent
-from sessions_app.protocol.outbound import EVENT_MODELS, Event, UnknownEvent
 from vancetope.infra import fastsql
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 
@@ -51,7 +51,7 @@ def reserve_seqs(session_id: int, count: int = 1) -> int:
 
 def record_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]:
     """Store events with consecutive seqs: one seq update and one insert, however many.
-    Every event must be one PROTOCOL.md names (a model in sessions_app/protocol/outbound.py);
+    Every event must be one docs/protocol.md names (a model in protocol/outbound.py);
     emitters build its data from that model."""
     if not items:
         return []

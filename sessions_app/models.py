@@ -8,40 +8,39 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from protocol.vocabulary import (
+    ClientType,
+    DisconnectPolicy,
+    SessionStatus,
+    SuspendCause,
+    SuspendPolicy,
+)
 from vancetope.tenancy.models import Project
+from vancetope.transition_record import TransitionRecord
 
-
-class ClientType(models.TextChoices):
-    CLI = "cli"  # the vance terminal client; brings shell, filesystem and git tools
-    DESKTOP = "desktop"  # desktop app; brings local tools
-    MOBILE = "mobile"  # phone; few tools, short sessions
-    WEB = "web"  # browser in interactive mode; no local tools
-    CRON = "cron"  # scheduled system client
-    WEBHOOK = "webhook"  # system client opened by an incoming webhook
-    BRAIN_LINKER = "brain_linker"  # internal knowledge-graph analysis client
-    WORKFLOW = "workflow"  # system client of a workflow run started over REST
+__all__ = [
+    "ClientType",
+    "DisconnectPolicy",
+    "SessionStatus",
+    "SuspendCause",
+    "SuspendPolicy",
+    "Session",
+    "SessionEvent",
+    "SessionTransition",
+    "HUMAN_CLIENT_TYPES",
+    "SYSTEM_CLIENT_TYPES",
+]
 
 
 HUMAN_CLIENT_TYPES = {ClientType.CLI, ClientType.DESKTOP, ClientType.MOBILE, ClientType.WEB}
-
-
-class SessionStatus(models.TextChoices):
-    OPEN = "OPEN"  # a client is (or may be) bound; processes may run
-    SUSPENDED = "SUSPENDED"  # halted by the system; resumable by the same client fingerprint
-    CLOSED = "CLOSED"  # terminal; all processes stopped
-
-
-class SuspendCause(models.TextChoices):
-    DISCONNECT = "DISCONNECT"  # the client went away and on_disconnect is SUSPEND
-    IDLE = "IDLE"  # the idle sweep found no activity for idle_timeout
-    SHUTDOWN = "SHUTDOWN"  # the Brain was shut down
-    MANUAL = "MANUAL"  # an operator suspended it
-
-
-class DisconnectPolicy(models.TextChoices):
-    SUSPEND = "SUSPEND"  # suspend the session and cascade suspend to its processes
-    KEEP_OPEN = "KEEP_OPEN"  # keep processes running until the idle sweep suspends
-    CLOSE = "CLOSE"  # close the session and stop its processes
+# The Brain's own clients: only the Brain opens their sessions (system=True).
+SYSTEM_CLIENT_TYPES = {
+    ClientType.CRON,
+    ClientType.WEBHOOK,
+    ClientType.BRAIN_LINKER,
+    ClientType.WORKFLOW,
+    ClientType.SERVICE,
+}
 
 
 class Session(models.Model):
@@ -52,6 +51,8 @@ class Session(models.Model):
     client_type = models.CharField(max_length=16, choices=ClientType.choices)
     is_human = models.BooleanField(default=True)
     system = models.BooleanField(default=False)
+    # How a system session is shown: `_agrajag` for agrajag's (its owner is `_system`).
+    display_name = models.CharField(max_length=100, blank=True)
     status = models.CharField(
         max_length=16, choices=SessionStatus.choices, default=SessionStatus.OPEN
     )
@@ -63,7 +64,9 @@ class Session(models.Model):
         max_length=16, choices=DisconnectPolicy.choices, default=DisconnectPolicy.SUSPEND
     )
     idle_timeout = models.PositiveIntegerField(default=3600, help_text="seconds")
-    on_suspend = models.CharField(max_length=16, default="KEEP", blank=True)
+    on_suspend = models.CharField(
+        max_length=16, choices=SuspendPolicy.choices, default=SuspendPolicy.KEEP
+    )
     machine_id = models.CharField(max_length=200, blank=True)
     working_dir = models.CharField(max_length=1000, blank=True)
     user_home = models.CharField(max_length=1000, blank=True)
@@ -128,15 +131,11 @@ class SessionEvent(models.Model):
         return json.dumps(self.as_frame())
 
 
-class SessionTransition(models.Model):
+class SessionTransition(TransitionRecord):
     """One change of a session's status, written by sessions_app.transitions with the change."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="transitions")
-    call = models.CharField(max_length=16)
-    from_status = models.CharField(max_length=16)
-    to_status = models.CharField(max_length=16)
     cause = models.CharField(max_length=16, blank=True)
-    at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["session", "at", "pk"]

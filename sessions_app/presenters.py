@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from processes.presenters import iso
+from protocol.vocabulary import iso
 from sessions_app.models import Session
 
 
@@ -18,6 +18,7 @@ def session_data(session: Session) -> dict[str, Any]:
         "status": session.status,
         "suspendCause": session.suspend_cause or None,
         "onDisconnect": session.on_disconnect,
+        "onSuspend": session.on_suspend,
         "onIdle": session.on_idle,
         "idleTimeout": session.idle_timeout,
         "fingerprint": {

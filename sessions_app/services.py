@@ -1,60 +1,22 @@
-"""Session use cases: create, resume, register tools, disconnect, close.
-
-Every client — a person's terminal, the web UI, cron, a webhook — opens its session through
-`create_session`; there is no second path for system clients.
-"""
+"""Sessions as rows: who sees which, loading one, the client's tools, the system user.
+Opening, resuming, closing and suspending a session reach its processes, so they live above
+this app, in processes/actions/sessions.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.db.models import QuerySet
-from django.utils import timezone
 
-from processes.actions import lifecycle
-from processes.actions.create import create_process
-from processes.models import ThinkProcess
-from processes.states import Status
-from recipes_app.models import Recipe
-from recipes_app.services import resolve_recipe
-from sessions_app import transitions
-from sessions_app.events import events_since
-from sessions_app.models import (
-    HUMAN_CLIENT_TYPES,
-    ClientType,
-    DisconnectPolicy,
-    Session,
-    SessionEvent,
-    SessionStatus,
-    SuspendCause,
-)
-from vancetope.errors import Conflict, NotFound
+from sessions_app.models import Session
+from sessions_app.signals import tools_registered
+from vancetope.errors import NotFound
 from vancetope.infra import fastsql
-from vancetope.tenancy.models import Project, ProjectMembership
-from vancetope.tenancy.services import get_visible_project
-from vancetope.tools.client_bridge import fail_outstanding_client_calls
-from vancetope.tools.models import ServiceSession
 
 # The owner of system sessions (cron, webhooks, service engines): never logs in.
 SYSTEM_USERNAME = "_system"
-
-# What happens on disconnect when neither the client nor the recipe says: people's clients
-# keep their work resumable; system clients run once and close.
-DEFAULT_ON_DISCONNECT = {
-    ClientType.CLI: DisconnectPolicy.SUSPEND,
-    ClientType.DESKTOP: DisconnectPolicy.SUSPEND,
-    ClientType.MOBILE: DisconnectPolicy.SUSPEND,
-    ClientType.WEB: DisconnectPolicy.SUSPEND,
-    ClientType.CRON: DisconnectPolicy.CLOSE,
-    ClientType.WEBHOOK: DisconnectPolicy.CLOSE,
-    ClientType.BRAIN_LINKER: DisconnectPolicy.CLOSE,
-    ClientType.WORKFLOW: DisconnectPolicy.CLOSE,
-}
 
 
 @dataclass(frozen=True)
@@ -86,191 +48,14 @@ def load_session(session_id: int) -> Session:
     return found[0]
 
 
-def create_session(
-    user: Any,
-    *,
-    client_type: str,
-    project_id: str,
-    fingerprint: FingerprintData | None = None,
-    on_disconnect: str | None = None,
-    recipe: str | None = None,
-    tools: list[dict[str, Any]] | None = None,
-    system: bool = False,
-    chat: bool = True,
-) -> Session:
-    """Open a session and start its chat process from the chat recipe. A system run's session
-    (`chat=False`) has none: a system client brings no chat (ARCHITECTURE §8), its processes
-    are the run's own."""
-    project = get_visible_project(user, project_id)
-    is_human = client_type in HUMAN_CLIENT_TYPES
-    chat_recipe = _chat_recipe(project, recipe, is_human) if chat else None
-    policy = (
-        on_disconnect
-        or (chat_recipe.params.get("onDisconnect") if chat_recipe is not None else None)
-        or DEFAULT_ON_DISCONNECT[ClientType(client_type)]
-    )
-    fp = fingerprint or FingerprintData(machine_id="")
-    session = Session(
-        owner=user,
-        project=project,
-        client_type=client_type,
-        is_human=is_human,
-        system=system,
-        on_disconnect=policy,
-        machine_id=fp.machine_id,
-        working_dir=fp.working_dir,
-        user_home=fp.user_home,
-        os_user=fp.os_user,
-        client_tools=tools or [],
-    )
-    if chat_recipe is None:
-        # One statement, in the caller's transaction if there is one (a cron firing's claim).
-        session.save(force_insert=True)
-        return session
-    with transaction.atomic():
-        session.save(force_insert=True)
-        chat_process = create_process(session, recipe=chat_recipe.name, start=False)
-        session.chat_process = chat_process
-        session.save(update_fields=["chat_process"])
-    lifecycle.start_process(chat_process.pk)
-    session.refresh_from_db()
-    return session
-
-
-def _chat_recipe(project: Project, recipe: str | None, is_human: bool) -> Recipe:
-    if recipe:
-        return resolve_recipe(project, recipe=recipe, engine=None)
-    engine = (
-        settings.VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE
-        if is_human
-        else settings.VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE
-    )
-    return resolve_recipe(project, recipe=None, engine=engine)
-
-
-@dataclass(frozen=True)
-class Resumed:
-    session: Session
-    processes: list[ThinkProcess]
-    missed: list[SessionEvent]
-
-
-def resume_session(
-    user: Any, session_id: int, fingerprint: FingerprintData, since_seq: int | None
-) -> Resumed:
-    """Bind a client to an existing session, subject to the fingerprint policy."""
-    session = get_visible_session(user, session_id)
-    if session.status == SessionStatus.CLOSED:
-        raise Conflict(f"session {session.public_id} is CLOSED")
-    if session.machine_id and fingerprint.machine_id != session.machine_id:
-        raise Conflict(
-            f"session {session.public_id} belongs to another machine; create a new session",
-            error="fingerprint-mismatch",
-        )
-    drift = bool(session.working_dir) and fingerprint.working_dir != session.working_dir
-    # The fingerprint stored at the first bind stays the reference: a client that comes back
-    # to the original directory after a drifted one finds its processes as it left them.
-    bind = {
-        "working_dir": session.working_dir or fingerprint.working_dir,
-        "user_home": session.user_home or fingerprint.user_home,
-        "os_user": session.os_user or fingerprint.os_user,
-        "last_activity_at": timezone.now(),
-    }
-    if session.status == SessionStatus.SUSPENDED:
-        if not transitions.apply(session, transitions.SessionCall.RESUME, changes=bind):
-            raise Conflict(f"session {session.public_id} changed meanwhile; try again")
-    else:
-        # Already OPEN (another socket of the same client): a rebind, not a status change.
-        Session.objects.filter(pk=session.pk).update(**bind)
-    suspended = session.processes.filter(status=Status.SUSPENDED)
-    if drift:
-        # Client tools would now point at another directory: the user decides per process.
-        suspended.update(context_drift=True)
-    else:
-        for process_id in suspended.values_list("pk", flat=True):
-            lifecycle.resume_process(process_id)
-    session.refresh_from_db()
-    missed = events_since(session.pk, since_seq) if since_seq is not None else []
-    return Resumed(session, list(session.processes.order_by("pk")), missed)
-
-
 def register_tools(session: Session, tools: list[dict[str, Any]]) -> int:
     """Replace the tools the bound client offers (by name, the last registration wins)."""
     by_name = {tool["name"]: tool for tool in tools}
     Session.objects.filter(pk=session.pk).update(client_tools=list(by_name.values()))
     session.client_tools = list(by_name.values())
+    if session.is_human and by_name:
+        tools_registered.send_robust(Session, session=session, tools=list(by_name))
     return len(by_name)
-
-
-def close_session(session_id: int) -> Session:
-    """Close the session: every open process is stopped."""
-    session = Session.objects.get(pk=session_id)
-    if session.status == SessionStatus.CLOSED:
-        return session
-    for process_id in session.processes.exclude(status=Status.CLOSED).values_list("pk", flat=True):
-        try:
-            lifecycle.stop_process(process_id)
-        except Conflict:
-            continue  # closed meanwhile
-    session.refresh_from_db()
-    if session.status != SessionStatus.CLOSED:
-        transitions.apply(session, transitions.SessionCall.CLOSE)
-    session.refresh_from_db()
-    return session
-
-
-def suspend_session(session_id: int, cause: SuspendCause) -> Session:
-    """Suspend the session and cascade suspend to every process that can be suspended."""
-    session = Session.objects.get(pk=session_id)
-    if session.status != SessionStatus.OPEN:
-        return session
-    if transitions.apply(session, transitions.SessionCall.SUSPEND, cause=cause):
-        open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
-            status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]
-        )
-        for process_id in open_processes.values_list("pk", flat=True):
-            try:
-                lifecycle.suspend_process(process_id)
-            except Conflict:
-                continue  # its status changed meanwhile; suspend is then not needed
-    return Session.objects.get(pk=session_id)
-
-
-def disconnect_session(session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT) -> Session:
-    """The bound client went away (or the server stops): apply the on_disconnect property."""
-    # Its tools went with it: calls it still owes fail now, and no pool offers them until a
-    # client registers tools again.
-    fail_outstanding_client_calls(session_id, "the client disconnected before answering")
-    Session.objects.filter(pk=session_id).update(client_tools=[])
-    session = Session.objects.get(pk=session_id)
-    if session.status != SessionStatus.OPEN:
-        return session
-    if session.on_disconnect == DisconnectPolicy.CLOSE:
-        return close_session(session_id)
-    if session.on_disconnect == DisconnectPolicy.SUSPEND:
-        return suspend_session(session_id, cause)
-    return session
-
-
-def suspend_idle_sessions(now: datetime | None = None) -> int:
-    """The idle sweep: apply on_idle to every open session without activity for its
-    idle_timeout. Returns how many sessions were suspended or closed."""
-    now = now or timezone.now()
-    candidates = Session.objects.filter(status=SessionStatus.OPEN).exclude(
-        on_idle=DisconnectPolicy.KEEP_OPEN
-    )
-    handled = 0
-    for session_id, last_activity, idle_timeout, on_idle in candidates.values_list(
-        "pk", "last_activity_at", "idle_timeout", "on_idle"
-    ):
-        if last_activity + timedelta(seconds=idle_timeout) > now:
-            continue
-        if on_idle == DisconnectPolicy.CLOSE:
-            close_session(session_id)
-        else:
-            suspend_session(session_id, SuspendCause.IDLE)
-        handled += 1
-    return handled
 
 
 def system_user() -> Any:
@@ -279,32 +64,3 @@ def system_user() -> Any:
         username=SYSTEM_USERNAME, defaults={"is_active": False, "first_name": SYSTEM_USERNAME}
     )
     return user
-
-
-def system_session(
-    project: Project, service: str, *, client_type: str = ClientType.CRON
-) -> Session:
-    """The open system session of a service in a project, made (or reopened) when needed:
-    opened through `create_session`, as every client's session is (`client_type` when made)."""
-    link = (
-        ServiceSession.objects.select_related("session")
-        .filter(project=project, service=service)
-        .first()
-    )
-    if link is not None and link.session.status == SessionStatus.OPEN:
-        return link.session
-    user = system_user()
-    ProjectMembership.objects.get_or_create(user=user, project=project)
-    if link is not None and link.session.status == SessionStatus.SUSPENDED:
-        return resume_session(user, link.session.pk, FingerprintData(machine_id=""), None).session
-    session = create_session(
-        user,
-        client_type=client_type,
-        project_id=project.public_id,
-        on_disconnect=DisconnectPolicy.KEEP_OPEN,
-        system=True,
-    )
-    ServiceSession.objects.update_or_create(
-        project=project, service=service, defaults={"session": session}
-    )
-    return session

@@ -8,7 +8,8 @@
 
 `apply` checks the call against the table (409, nothing changed), writes the change by
 compare-and-swap on the status it was read in, records a SessionTransition row and stores the
-`session-status` event, in one transaction. Nothing else writes a session's status.
+`session-status` event, in one transaction (vancetope/statemachine.py). Nothing else writes a
+session's status.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from protocol.outbound import SessionStatusEvent, event
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus, SessionTransition
-from sessions_app.protocol.outbound import SessionStatusEvent, event
-from vancetope import status_tables
-from vancetope.status_tables import Rule
+from vancetope import statemachine
+from vancetope.statemachine import Rule
 
 
 class SessionCall(StrEnum):
@@ -42,7 +43,7 @@ TRANSITIONS: dict[SessionCall, Rule[SessionStatus]] = {
 
 
 def check(call: SessionCall, status: str, label: str) -> Rule[SessionStatus]:
-    return status_tables.check(TRANSITIONS, call, status, f"session {label}")
+    return statemachine.check(TRANSITIONS, call, status, f"session {label}")
 
 
 def apply(
@@ -52,22 +53,19 @@ def apply(
     caller moved it first. `changes` are written in the same statement."""
     rule = check(call, session.status, session.public_id)
     now = timezone.now()
-    written: dict[str, Any] = {**(changes or {}), "status": rule.to, "suspend_cause": cause}
-    if rule.to == SessionStatus.CLOSED:
+    written: dict[str, Any] = {**(changes or {}), "status": rule.target(), "suspend_cause": cause}
+    if rule.target() == SessionStatus.CLOSED:
         written["closed_at"] = now
+    record = SessionTransition(
+        session_id=session.pk,
+        call=call,
+        from_status=session.status,
+        to_status=rule.target(),
+        cause=cause,
+        at=now,
+    )
     with transaction.atomic():
-        moved = Session.objects.filter(pk=session.pk, status=session.status).update(**written)
-        if moved != 1:
+        if not statemachine.move(session, session.status, written, record):
             return False
-        SessionTransition.objects.create(
-            session_id=session.pk,
-            call=call,
-            from_status=session.status,
-            to_status=rule.to,
-            cause=cause,
-            at=now,
-        )
-        emit_event(session.pk, *event(SessionStatusEvent(status=rule.to)))
-    for name, value in written.items():
-        setattr(session, name, value)
+        emit_event(session.pk, *event(SessionStatusEvent(status=rule.target())))
     return True

@@ -7,7 +7,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sessions_app.protocol.outbound import ThinkingSpaceObject
+from protocol.outbound import ThinkingSpaceObject
 from spaces.presenters import space_data
 from spaces.store import load, space_by_public_id, visible_spaces
 from vancetope.api import PAGE_PARAMETERS, Page, errors, paginated

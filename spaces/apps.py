@@ -7,14 +7,11 @@ class SpacesConfig(AppConfig):
     verbose_name = "Thinking spaces"
 
     def ready(self) -> None:
-        # The thinking_* server tools register themselves on import.
-        from processes.actions.reports import on_process_settled
-        from processes.actions.steer import on_person_message
-        from spaces import tools  # noqa: F401
-        from spaces.turn_end import node_settled, refuse_read_only
+        # The thinking_* server tools register themselves on import; spaces/receivers.py
+        # connects what spaces/ hears of processes/ (a node settled, a person's message).
+        from processes.signals import context_built
+        from spaces import receivers, tools  # noqa: F401
+        from spaces.capability import set_context_space
 
-        # A node's turn ended: a dormant node is active now, a control turn that did not
-        # finish is unlocked, a return notice waiting for its resting parent is appended.
-        on_process_settled(node_settled)
-        # A person's chat or steer to a node that is read-only now is a 409, nothing queued.
-        on_person_message(refuse_read_only)
+        # A turn's context gets ctx.space: the node's Handoffs, or None outside a space.
+        context_built.connect(set_context_space, dispatch_uid="spaces.context_space")

@@ -1,6 +1,6 @@
 """`ctx.space` for a node's chat process: the prompt context rendered before each LLM call.
 
-It is made of Handoffs only (ARCHITECTURE §9): the node's inherited Handoff, its direct
+It is made of Handoffs only: the node's inherited Handoff, its direct
 siblings' checkpoint or returned Handoffs, its direct children's returned Handoffs, and the
 lifecycle and tool rules. No message of any other node is read here: the rendering reads the
 space's rows (titles, states, Handoffs) and nothing of any conversation. The lane asks
@@ -9,6 +9,8 @@ engine_params says) pays nothing.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from spaces.actions.nodes import NODE_MARKER
 from spaces.models import NodeState, ThinkingNode
@@ -21,8 +23,8 @@ Rules of the thinking space:
 - thinking_checkpoint publishes where this branch stands, for its siblings.
 - thinking_return publishes this branch's final Handoff to its parent and seals it; not from
   the root, not while a child is unreturned.
-- A message `[control: checkpoint]`, `[control: return]` or `[control: fork handoff node_N]`
-  is the person's order: answer it with that one tool call.
+- A message `[control: suggest]`, `[control: checkpoint]`, `[control: return]` or
+  `[control: fork handoff node_N]` is the person's order: answer it with that one tool call.
 - Nothing you do wakes another branch; the parent reads a return on its own next turn."""
 
 
@@ -87,3 +89,9 @@ class SpaceAccess:
 
 def space_for(process_id: int, engine_params: dict[str, object]) -> SpaceAccess | None:
     return SpaceAccess(process_id) if engine_params.get(NODE_MARKER) else None
+
+
+def set_context_space(sender: Any, process: Any, ctx: Any, **kwargs: Any) -> None:
+    """A turn's context is built (processes.signals.context_built): its `ctx.space`, None
+    outside a thinking space."""
+    ctx.space = space_for(process.pk, process.engine_params)

@@ -1,4 +1,4 @@
-"""Thinking spaces (ARCHITECTURE §9): a rooted tree of isolated conversations in one project.
+"""Thinking spaces: a rooted tree of isolated conversations in one project.
 
 Each node is its own Session with its own chat process; parent and child share no raw
 message. Context crosses only as three Handoffs: the inherited one (immutable, written once by

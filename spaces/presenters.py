@@ -1,4 +1,4 @@
-"""The thinking space object of PROTOCOL.md (second stage), whole, as every client sees it."""
+"""The thinking space object of docs/protocol.md, whole, as every client sees it."""
 
 from __future__ import annotations
 

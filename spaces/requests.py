@@ -46,6 +46,17 @@ def rename(user: Any, node_id: str, title: str, revision: int | None) -> dict[st
     return as_data(human.rename(node_by_public_id(user, node_id), title, revision=revision))
 
 
+def first_prompt(user: Any, node_id: str, text: str) -> dict[str, Any]:
+    """A blank branch's first prompt, admitted to its session (the client opens it next)."""
+    return as_data(human.first_prompt(user, node_by_public_id(user, node_id), text))
+
+
+def suggest(user: Any, session_id: int) -> dict[str, Any]:
+    """The bound session's conversation as a space's root, its agent ordered to suggest the
+    first branches (they arrive as a `space-state` event once it has)."""
+    return as_data(human.suggest(user, session_id))
+
+
 def retry_fork(user: Any, node_id: str) -> dict[str, Any]:
     return as_data(human.retry_fork(node_by_public_id(user, node_id)))
 

@@ -147,6 +147,4 @@ def check_return(
 
 
 def _bad(field: str, message: str) -> BadRequest:
-    error = BadRequest(f"{field}: {message}", error="invalid")
-    error.field = field  # type: ignore[attr-defined]
-    return error
+    return BadRequest(f"{field}: {message}", error="invalid", field=field)

@@ -1,4 +1,4 @@
-"""The thinking_* server tools of a node's agent (PROTOCOL.md, "Tools of the orchestration
+"""The thinking_* server tools of a node's agent (docs/protocol.md, "Tools of the orchestration
 engines"). In arthur's pool; each answers the space as it is after the call, or a ToolFailure
 the LLM reads (a refusal changed nothing)."""
 

@@ -27,13 +27,13 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from protocol.outbound import SpaceStateEvent, event
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
-from sessions_app.protocol.outbound import SpaceStateEvent, event
 from spaces.models import NodeState, NodeTransition, SpaceChange, ThinkingNode, ThinkingSpace
 from spaces.rules import StaleRevision
-from vancetope import status_tables
-from vancetope.status_tables import Rule
+from vancetope import statemachine
+from vancetope.statemachine import Rule
 
 
 class NodeCall(StrEnum):
@@ -83,8 +83,8 @@ class Mutation:
         state = self.state_of(node)
         to = state
         if call in TRANSITIONS:
-            rule = status_tables.check(TRANSITIONS, call, state, f"node {node.public_id}")
-            to = rule.to
+            rule = statemachine.check(TRANSITIONS, call, state, f"node {node.public_id}")
+            to = rule.target()
             self.change(node, state=to)
         self.calls.append((node, call, "" if call == NodeCall.CREATE else state, to, detail))
 

@@ -1,4 +1,4 @@
-"""The end of a node's turn (a settled listener, processes/actions/reports.py).
+"""The end of a node's turn (the process_settled signal's receiver, spaces/receivers.py).
 
 Called whenever a lane's run leaves a process at rest; costs nothing for a process that is no
 node's chat process (the marker in its engine_params says). For a node: a dormant node whose

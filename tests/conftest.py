@@ -7,10 +7,9 @@ whatever database and channel layer the settings name.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
@@ -18,50 +17,25 @@ from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
-from rest_framework.test import APIClient
+from django.test.utils import CaptureQueriesContext
 
+from processes.actions import steer
+from processes.capabilities import conversation_cache
+from processes.lane import dispatch, interrupts
+from processes.lane.driver import drive_lane
 from processes.lane.worker import shutdown_worker
+from processes.models import ThinkProcess
+from processes.queries import forget_chat_process
+from processes.states import Status
 from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
-from sessions_app.models import Session
-from sessions_app.services import FingerprintData, create_session
 from tests.e2e import brain as brain_processes
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.tools import ToolReadingProvider
 from vancetope import ratelimit
 from vancetope.config.cascade import forget_cached as forget_cached_settings
 from vancetope.llm.factory import reset_provider_cache
-from vancetope.tenancy.models import (
-    ApiToken,
-    Project,
-    ProjectMembership,
-    Role,
-    Tenant,
-    TenantMembership,
-)
-
-T = TypeVar("T")
-
-
-def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.01) -> T:
-    """Poll `check` until it returns something truthy; fail with the last value otherwise."""
-    deadline = time.monotonic() + timeout
-    value = check()
-    while not value:
-        if time.monotonic() > deadline:
-            pytest.fail(f"condition not met within {timeout}s (last value: {value!r})")
-        time.sleep(interval)
-        value = check()
-    return value
-
-
-def closed_process(process_id: int, timeout: float = 20.0) -> Any:
-    """The process once it is CLOSED: a worker's goal runs in the turn its start queued, so
-    the goal's work is done (and reported) when this returns."""
-    from processes.models import ThinkProcess
-
-    return wait_until(
-        lambda: ThinkProcess.objects.filter(pk=process_id, status="CLOSED").first(),
-        timeout=timeout,
-    )
+from vancetope.tools import health as tool_health
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -107,28 +81,6 @@ def _inprocess_worker(settings: Any) -> Iterator[None]:
     reset_provider_cache()
 
 
-class Tenancy:
-    """A tenant, its project, a member user and an API token for that user."""
-
-    def __init__(self, slug: str) -> None:
-        users = get_user_model()
-        self.tenant = Tenant.objects.create(slug=slug, name=f"Tenant {slug}")
-        self.project = Project.objects.create(tenant=self.tenant, slug=slug, name=f"Project {slug}")
-        self.user = users.objects.create_user(f"user-{slug}", password="pw-" + slug)
-        TenantMembership.objects.create(user=self.user, tenant=self.tenant, role=Role.ADMIN)
-        ProjectMembership.objects.create(user=self.user, project=self.project)
-        _, self.token = ApiToken.issue(self.user, name="test")
-
-    @property
-    def project_id(self) -> str:
-        return self.project.public_id
-
-    def api(self) -> APIClient:
-        client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {self.token}")
-        return client
-
-
 @pytest.fixture
 def script(settings: Any, tmp_path: Path) -> Callable[[list[dict[str, Any]]], None]:
     """Use a scripted-provider script (a list of rules, PROTOCOL's format) for this test."""
@@ -157,16 +109,6 @@ def operator(db: Any) -> Client:
     return client
 
 
-def open_session(tenancy: Tenancy, client_type: str = "cli", *, system: bool = False) -> Session:
-    return create_session(
-        tenancy.user,
-        client_type=client_type,
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        system=system,
-    )
-
-
 @pytest.fixture
 def alice(recipes: None) -> Tenancy:
     return Tenancy("alice")
@@ -183,3 +125,46 @@ def scratch_database() -> Iterator[str]:
     afterwards: for a Brain run as OS processes on the distributed runtime."""
     with brain_processes.scratch_database("scratch") as url:
         yield url
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Any]], ToolReadingProvider]:
+    """Install a ToolReadingProvider with the given script for every lane."""
+
+    def install(script: list[Any]) -> ToolReadingProvider:
+        provider = ToolReadingProvider(script)
+        monkeypatch.setattr(
+            "processes.lane.context_builder.get_provider", lambda config=None: provider
+        )
+        return provider
+
+    return install
+
+
+@pytest.fixture
+def chat(alice: Any, settings: Any, monkeypatch: pytest.MonkeyPatch):
+    """A chat session whose lane is driven here: wakes are recorded, not run elsewhere;
+    streamed text is joined for a minute and interrupts are looked for once a minute, so a
+    slow machine does not add statements."""
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 60
+    monkeypatch.setattr(interrupts, "BOUNDARY_CHECK_SECONDS", 60)
+    session = open_session(alice)
+    woken: list[int] = []
+    monkeypatch.setattr(dispatch, "dispatch_drive", woken.append)
+    # As a worker OS process that has not seen this session or process yet.
+    forget_chat_process(session.pk)
+    conversation_cache.clear()
+    tool_health.forget_cached()
+
+    def turn(text: str) -> tuple[CaptureQueriesContext, CaptureQueriesContext]:
+        with CaptureQueriesContext(connection) as chatting:
+            steer.send_chat(session.pk, text)
+        assert woken.pop() == session.chat_process_id
+        with CaptureQueriesContext(connection) as driving:
+            assert drive_lane(session.chat_process_id) == 1
+        process = ThinkProcess.objects.get(pk=session.chat_process_id)
+        assert process.status == Status.IDLE
+        assert process.waiting == 0
+        return chatting, driving
+
+    return turn

@@ -1,7 +1,9 @@
-"""The layout of ARCHITECTURE §1 holds: modules stay small enough to read in one sitting."""
+"""The layout holds: modules stay small enough to read in one sitting, and test modules stand
+alone (none imports another test module or a conftest)."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,3 +26,27 @@ def test_no_module_outside_migrations_tests_and_bench_is_over_450_lines():
     }
     # then none is over the limit
     assert too_long == {}
+
+
+def test_no_test_module_imports_another_test_module_or_a_conftest():
+    # given every module of the test suite
+    tests = ROOT / "tests"
+    modules = sorted(tests.rglob("*.py"))
+    assert len(modules) > 100  # the walk found the suite
+    # when the modules each one imports are read
+    imported = {}
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            for name in names:
+                last = name.rsplit(".", 1)[-1]
+                if name.startswith("tests.") and (last.startswith("test_") or last == "conftest"):
+                    imported.setdefault(str(path.relative_to(ROOT)), set()).add(name)
+    # then none imports a test module or a conftest: shared helpers live in tests/support/,
+    # shared fixtures in a conftest.py, so every test module stands alone
+    assert imported == {}

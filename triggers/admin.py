@@ -13,11 +13,14 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from triggers import cron_admin, webhook_secrets, webhooks, workflows
+from triggers.cron import admin as cron_admin
 from triggers.models import Notification, RunLog, RunTransition, TriggerEvent, Webhook, Workflow
-from vancetope.errors import BadRequest, BrainError
+from triggers.webhooks import configs as webhooks
+from triggers.webhooks import secrets as webhook_secrets
+from triggers.workflows import services as workflows
+from vancetope.errors import BadRequest, BrainError, form_error
 
-# Cron jobs and their firings have their own module (edited through triggers/cron.py).
+# Cron jobs and their firings have their own module (edited through triggers/cron/jobs.py).
 __all__ = ["cron_admin"]
 
 
@@ -124,9 +127,7 @@ class WebhookForm(forms.ModelForm):
             if project is not None and owner is not None:
                 cleaned["action"] = webhooks.checked_action(owner, project, cleaned.get("action"))
         except BrainError as exc:
-            where = getattr(exc, "field", "")
-            field = "filter" if where.startswith("filter") else "action"
-            raise forms.ValidationError({field: exc.message}) from exc
+            raise form_error(exc, {"filter": "filter"}, default="action") from exc
         return cleaned
 
 

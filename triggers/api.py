@@ -2,15 +2,16 @@
 
 A workflow body is a JSON object (with an optional `projectId` beside the workflow's fields),
 or YAML/JSON text sent as `application/yaml` or `text/yaml` (its project then from
-`?project=`). Either way it is checked by triggers/workflows.py: 400 naming the field.
+`?project=`). Either way it is checked by triggers/workflows/services.py: 400 naming the field.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import RootModel, WithJsonSchema
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import BaseParser
@@ -18,24 +19,30 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from processes.presenters import process_data
-from sessions_app.models import ClientType
-from sessions_app.protocol.outbound import (
+from protocol.outbound import (
     NotificationObject,
     RunObject,
     WorkflowObject,
     WorkflowStartedData,
 )
-from triggers import notifications, runs, workflows
+from sessions_app.models import ClientType
+from triggers import notifications
 from triggers.models import RunStatus, TriggerType
 from triggers.presenters import notification_data, run_data, workflow_data
-from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
+from triggers.runs import queries as run_queries
+from triggers.runs import system as runs
+from triggers.workflows import services as workflows
+from vancetope.api import PAGE_PARAMETERS, InputSerializer, Page, errors, paginated
+from vancetope.errors import BadRequest
+from vancetope.ids import public_id_pattern
 from vancetope.jsonbody import BodyParser
 from vancetope.tenancy.models import Project
 from vancetope.tenancy.services import get_visible_project, visible_projects
 
 
 class YamlParser(BaseParser):
-    """The body as text; triggers/workflows.py parses it (YAML, of which JSON is a part)."""
+    """The body as text; triggers/workflows/services.py parses it (YAML, of which JSON is a
+    part)."""
 
     media_type = "application/yaml"
 
@@ -67,26 +74,49 @@ class ReadAllData(serializers.Serializer):
     unread = serializers.IntegerField(help_text="how many are unread now (0)")
 
 
-class WorkflowTaskInput(Body):
-    kind: Literal["WORKER", "USER_INPUT", "AGGREGATE"]
-    title: str
-    goal: str
-    recipe: str | None = None
+# A workflow's body as triggers/workflows.py checks it (WORKFLOW_SCHEMA; its inputs distinct).
+# Not stated: a template may use ${input.x} only for an x among the inputs.
+_SOURCE = {
+    **workflows.WORKFLOW_SCHEMA,
+    "properties": {
+        **workflows.WORKFLOW_SCHEMA["properties"],
+        "inputs": {**workflows.WORKFLOW_SCHEMA["properties"]["inputs"], "uniqueItems": True},
+    },
+}
 
 
-class WorkflowInput(Body):
-    """A workflow body (PROTOCOL.md "Workflow"); as JSON it may name its project."""
+class WorkflowSource(RootModel[dict[str, Any]]):
+    """A workflow body (docs/protocol.md "Workflow"), as YAML; its project is the `project`
+    query parameter."""
 
-    projectId: str | None = None
-    name: str
-    description: str | None = None
-    engine: str | None = None
-    goal: str
-    inputs: list[str] = []
-    tasks: list[WorkflowTaskInput]
+    root: Annotated[dict[str, Any], WithJsonSchema(_SOURCE)]
 
 
-class RunInput(serializers.Serializer):
+class WorkflowInput(RootModel[dict[str, Any]]):
+    """A workflow body (docs/protocol.md "Workflow"); as JSON it may name its project."""
+
+    root: Annotated[
+        dict[str, Any],
+        WithJsonSchema(
+            {
+                **_SOURCE,
+                "properties": {
+                    "projectId": {"type": "string", "description": "proj_…"},
+                    **_SOURCE["properties"],
+                },
+            }
+        ),
+    ]
+
+
+WORKFLOW_BODIES = {
+    "application/json": WorkflowInput,
+    "application/yaml": WorkflowSource,
+    "text/yaml": WorkflowSource,
+}
+
+
+class RunInput(InputSerializer):
     input = serializers.DictField(required=False, help_text="a value for each of its inputs")
 
 
@@ -97,7 +127,7 @@ def _body_and_project(request: Request) -> tuple[Any, str, Project | None]:
         project = request.query_params.get("project")
         return workflows.parse_source(data), data, _project(request, project)
     if not isinstance(data, dict):
-        raise workflows.field_error("body", "must be an object")
+        raise BadRequest.naming("body", "must be an object")
     body = dict(data)
     project = body.pop("projectId", None)
     return body, "", _project(request, project)
@@ -107,7 +137,7 @@ def _project(request: Request, project: Any) -> Project | None:
     if project is None:
         return None
     if not isinstance(project, str):
-        raise workflows.field_error("projectId", "must be a project id like proj_x")
+        raise BadRequest.naming("projectId", "must be a project id like proj_x")
     return get_visible_project(request.user, project)
 
 
@@ -125,13 +155,15 @@ class WorkflowViewSet(viewsets.ViewSet):
         rows = workflows.filtered_workflows(request.user, request.query_params.get("project"))
         return paginated(request, self, rows, workflow_data)
 
-    @extend_schema(request=WorkflowInput, responses={201: WorkflowObject, **errors(400, 401, 404)})
+    @extend_schema(
+        request=WORKFLOW_BODIES, responses={201: WorkflowObject, **errors(400, 401, 403, 404, 409)}
+    )
     def create(self, request: Request) -> Response:
         body, source, project = _body_and_project(request)
         if project is None:
             seen = list(visible_projects(request.user)[:2])
             if len(seen) != 1:
-                raise workflows.field_error("projectId", "is required (you see several projects)")
+                raise BadRequest.naming("projectId", "is required (you see several projects)")
             project = seen[0]
         workflow = workflows.create_workflow(request.user, project, body, source)
         return Response(workflow_data(workflow), status=status.HTTP_201_CREATED)
@@ -140,24 +172,29 @@ class WorkflowViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, workflow_id: str) -> Response:
         return Response(workflow_data(workflows.get_visible_workflow(request.user, workflow_id)))
 
-    @extend_schema(request=WorkflowInput, responses={200: WorkflowObject, **errors(400, 401, 404)})
+    @extend_schema(
+        request=WORKFLOW_BODIES, responses={200: WorkflowObject, **errors(400, 401, 403, 404, 409)}
+    )
     def update(self, request: Request, workflow_id: str) -> Response:
         body, source, _ = _body_and_project(request)
         workflow = workflows.replace_workflow(request.user, workflow_id, body, source)
         return Response(workflow_data(workflow))
 
-    @extend_schema(request=None, responses={204: None, **errors(401, 404)})
+    @extend_schema(request=None, responses={204: None, **errors(401, 403, 404)})
     def destroy(self, request: Request, workflow_id: str) -> HttpResponse:
         workflows.delete_workflow(request.user, workflow_id)
         return HttpResponse(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=RunInput, responses={201: WorkflowStartedData, **errors(400, 401, 404)})
-    @action(detail=True, methods=["post"])
+    # A run's body is JSON only (the workflow's own body may be YAML).
+    @action(detail=True, methods=["post"], parser_classes=[BodyParser])
     def run(self, request: Request, workflow_id: str) -> Response:
-        data = request.data if isinstance(request.data, dict) else None
-        if data is None:
-            raise workflows.field_error("body", "must be an object")
-        started = runs.run_workflow(request.user, workflow_id, data.get("input", {}))
+        if not isinstance(request.data, dict):
+            raise BadRequest.naming("body", "must be an object")
+        given = RunInput(data=request.data)
+        given.is_valid(raise_exception=True)
+        values = given.validated_data.get("input", {})
+        started = runs.run_workflow(request.user, workflow_id, values)
         body = {"process": process_data(started.process), "runId": started.run.public_id}
         return Response(
             WorkflowStartedData.model_validate(body).model_dump(mode="json"),
@@ -172,18 +209,28 @@ class RunViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="runs_list",
         parameters=[
-            OpenApiParameter("process", str, description="the run's process, tp_…"),
+            OpenApiParameter(
+                "process",
+                str,
+                description="the run's process, tp_…",
+                pattern=public_id_pattern("tp"),
+            ),
             OpenApiParameter("clientType", str, enum=ClientType.values),
             OpenApiParameter("trigger", str, enum=TriggerType.values),
             OpenApiParameter("status", str, enum=RunStatus.values),
-            OpenApiParameter("since", str, description="ISO 8601 time: runs started since"),
+            OpenApiParameter(
+                "since",
+                str,
+                description="ISO 8601 time with its zone: runs started since",
+                pattern=run_queries.SINCE_PATTERN,
+            ),
             *PAGE_PARAMETERS,
         ],
         responses={200: RunPage, **errors(400, 401)},
     )
     def list(self, request: Request) -> Response:
         params = request.query_params
-        rows = runs.filtered_runs(
+        rows = run_queries.filtered_runs(
             request.user,
             process=params.get("process"),
             client_type=params.get("clientType"),
@@ -195,7 +242,7 @@ class RunViewSet(viewsets.ViewSet):
 
     @extend_schema(responses={200: RunObject, **errors(401, 404)})
     def retrieve(self, request: Request, run_id: str) -> Response:
-        return Response(run_data(runs.get_visible_run(request.user, run_id)))
+        return Response(run_data(run_queries.get_visible_run(request.user, run_id)))
 
 
 class NotificationViewSet(viewsets.ViewSet):

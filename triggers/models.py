@@ -1,5 +1,5 @@
 """Workflows (task-tree templates), cron jobs and their firings, run logs of system runs,
-stored notifications (ARCHITECTURE §1, §8); webhooks, their deliveries and the trigger events
+stored notifications; webhooks, their deliveries and the trigger events
 every delivery leaves."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from vancetope.tenancy.models import Project
 
 
 class Workflow(models.Model):
-    """A task-tree template of a project (PROTOCOL.md, "Workflow"); `body` is the checked
+    """A task-tree template of a project (docs/protocol.md, "Workflow"); `body` is the checked
     body as JSON, `source` the text it was given as (YAML or JSON), shown back to editors."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="workflows")
@@ -56,7 +56,7 @@ class TriggerType(models.TextChoices):
 
 
 class RunLog(models.Model):
-    """One run (PROTOCOL.md's run log object). Its status moves only through
+    """One run (docs/protocol.md's run log object). Its status moves only through
     triggers/transitions.py."""
 
     # Whom the run is for: who sees it, who is notified. A system session's owner is _system.
@@ -182,8 +182,8 @@ class CronOverlap(models.TextChoices):
 
 
 class CronJob(models.Model):
-    """A schedule and an action of a project (PROTOCOL.md, "Cron job"), fired by its
-    django-celery-beat PeriodicTask, which triggers/cron.py keeps in step with this row."""
+    """A schedule and an action of a project (docs/protocol.md, "Cron job"), fired by its
+    django-celery-beat PeriodicTask, which triggers/cron/jobs.py keeps in step with this row."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="cron_jobs")
     # Whom its runs are for (their RunLog owner), and who is notified of them.
@@ -264,9 +264,9 @@ class WebhookMode(models.TextChoices):
 
 
 class Webhook(models.Model):
-    """An inbound webhook of a project (PROTOCOL.md, "Webhook"). `secret` is, in secret mode,
+    """An inbound webhook of a project (docs/protocol.md, "Webhook"). `secret` is, in secret mode,
     the SHA-256 of the token (hex), in signature mode the `whsec_` secret encrypted with the
-    webhook key (triggers/webhook_secrets.py); the secret itself is shown once, never stored
+    webhook key (triggers/webhooks/secrets.py); the secret itself is shown once, never stored
     in clear. After a rotation the previous one stays valid until `previous_until`."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="webhooks")
@@ -325,8 +325,10 @@ class DeliveryOutcome(models.TextChoices):
 
 
 class TriggerEvent(models.Model):
-    """One inbound delivery, accepted or refused, with why (ARCHITECTURE §8). `webhook` is
-    null when the id named no webhook; `webhook_ref` keeps the id as it was asked for."""
+    """One inbound delivery to a webhook, accepted or refused, with why
+    (triggers/webhooks/inbound.py: deliveries to ids that name no webhook, and refusals past a
+    webhook's limit, are only counted). `webhook_ref` keeps the id as it was asked for;
+    `webhook` is null once the webhook is deleted."""
 
     webhook = models.ForeignKey(
         Webhook, on_delete=models.SET_NULL, null=True, blank=True, related_name="events"

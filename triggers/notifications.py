@@ -10,11 +10,11 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from protocol.outbound import NotificationEvent, event
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
-from sessions_app.protocol.outbound import NotificationEvent, event
 from triggers.models import Notification, RunLog
-from triggers.workflows import field_error
+from vancetope.errors import BadRequest
 from vancetope.ids import get_by_public_id
 from vancetope.tenancy.models import Project
 
@@ -64,7 +64,7 @@ def filtered_notifications(user: Any, *, unread: str | None = None) -> QuerySet[
     rows = visible_notifications(user)
     if unread:
         if unread not in {"true", "false"}:
-            raise field_error("unread", "must be true or false")
+            raise BadRequest.naming("unread", "must be true or false")
         rows = rows.filter(read_at__isnull=unread == "true")
     return rows.order_by("-pk")
 

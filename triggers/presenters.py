@@ -1,17 +1,17 @@
-"""The run, notification and workflow objects of PROTOCOL.md, shared by REST, the WebSocket
-and the web UI (their models are in sessions_app/protocol/objects.py)."""
+"""The run, notification and workflow objects of docs/protocol.md, shared by REST, the WebSocket
+and the web UI (their models are in protocol/objects.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from processes.presenters import iso
+from protocol.vocabulary import iso
 from triggers.models import CronFiring, CronJob, Notification, RunLog, Workflow
 from vancetope.tenancy.models import Project
 
 
 def run_data(run: RunLog, project_slug: str | None = None) -> dict[str, Any]:
-    """Read with its project (`runs.visible_runs` selects it), or given its project's slug."""
+    """Read with its project (`run_queries.visible_runs` selects it), or given its slug."""
     trigger: dict[str, Any] = {"type": run.trigger_type}
     for key, value in (
         ("cronId", run.cron_id),
@@ -40,9 +40,26 @@ def run_data(run: RunLog, project_slug: str | None = None) -> dict[str, Any]:
         "blockedReasons": list(run.blocked_reasons or []),
         "tokensUsed": run.tokens_used,
         "llmCalls": run.llm_calls,
-        "notificationsSent": run.notifications_sent,
+        "notificationsSent": sent_notifications(run),
         "error": run.error or None,
     }
+
+
+# What kind of message a run sent: a notification is stored for its user and sent as a
+# `notification` event to every open session of theirs.
+SENT_TYPE = "notification"
+
+
+def sent_notifications(run: RunLog) -> list[dict[str, Any]]:
+    """What the run sent, in order: each notification's type, user and message. Read only for
+    a run that counted some (a person's chat turn pays no statement for it)."""
+    if not run.notifications_sent or run.pk is None:
+        return []
+    rows = Notification.objects.filter(run_id=run.pk).order_by("pk")
+    return [
+        {"id": f"ntf_{pk}", "type": SENT_TYPE, "user": username, "message": text}
+        for pk, username, text in rows.values_list("pk", "user__username", "text")
+    ]
 
 
 def notification_data(notification: Notification) -> dict[str, Any]:
@@ -93,7 +110,7 @@ RECENT_FIRINGS = 20
 
 def cron_job_data(job: CronJob, *, firings: bool = False) -> dict[str, Any]:
     """Read with its project (`cron.visible_jobs` selects it)."""
-    from triggers.cron import describe, next_run_at
+    from triggers.cron.jobs import describe, next_run_at
 
     data: dict[str, Any] = {
         "id": job.public_id,

@@ -27,7 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from triggers.models import RunLog, RunStatus, RunTransition
+from vancetope import statemachine
 from vancetope.infra import fastsql
+from vancetope.observability import metrics
 from vancetope.tenancy.models import Project
 
 FINISHED = frozenset(
@@ -72,22 +74,18 @@ def finish(
     )
     fastsql.insert([transition])
     announce(run)
+    metrics.run_finished(run.trigger_type, to_status)
     return True
 
 
 def wake(run: RunLog, at: datetime, detail: str = "") -> bool:
     """blocked → running (at `at`, when its process left BLOCKED), inside the caller's
     transaction; False, and nothing written, unless the run was blocked."""
-    moved = RunLog.objects.filter(pk=run.pk, status=RunStatus.BLOCKED).update(
-        status=RunStatus.RUNNING, finished_at=None
-    )
-    if moved != 1:
-        return False
-    run.status, run.finished_at = RunStatus.RUNNING, None
-    RunTransition.objects.create(
+    record = RunTransition(
         run=run, from_status=RunStatus.BLOCKED, to_status=RunStatus.RUNNING, detail=detail, at=at
     )
-    return True
+    written = {"status": RunStatus.RUNNING, "finished_at": None}
+    return statemachine.move(run, RunStatus.BLOCKED, written, record)
 
 
 def store(run: dict[str, Any], status: RunStatus) -> dict[str, Any]:
@@ -95,6 +93,8 @@ def store(run: dict[str, Any], status: RunStatus) -> dict[str, Any]:
     `running`, or already finished by the commit that ends its only turn."""
     assert status == RunStatus.RUNNING or status in FINISHED
     run["status"] = status
+    if status in FINISHED:
+        metrics.run_finished(str(run.get("trigger_type", "")), status)
     return run
 
 
@@ -110,6 +110,7 @@ def rest(run_pk: int, to_status: RunStatus, changes: dict[str, Any]) -> tuple[Ru
     if not found:
         return None
     run = found[0]
+    metrics.run_finished(run.trigger_type, to_status)
     return run, run.__dict__.pop("project_slug")
 
 

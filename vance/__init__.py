@@ -1,1 +1,1 @@
-"""`vance`: the terminal client of the Brain (PROTOCOL.md, section CLI)."""
+"""`vance`: the terminal client of the Brain (docs/cli.md)."""

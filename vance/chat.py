@@ -194,7 +194,7 @@ class ChatClient:
                 try:
                     frame = json.loads(raw)
                 except ValueError:
-                    continue  # not a PROTOCOL.md frame; nothing to show or answer
+                    continue  # not a protocol frame; nothing to show or answer
                 if isinstance(frame, dict):
                     self._dispatch(frame)
         except ConnectionClosed:
@@ -429,7 +429,7 @@ class ChatClient:
             )
             return None
         if reply["type"] == "error":
-            self.printer.line(error_text(reply["data"]))
+            self.printer.line(error_text(reply["data"], "not sent"))
             return None
         accepted = reply["data"]
         # What /unsend takes back (processes/undo frames, vance/slash.py).

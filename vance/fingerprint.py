@@ -1,7 +1,7 @@
 """The client fingerprint a session is bound to: which machine, which directory, which user.
 
 The Brain refuses to resume a session from another machine and marks its processes with
-context drift when the working directory changed (seed 000 §6), so the machine id must be
+context drift when the working directory changed (docs/protocol.md), so the machine id must be
 stable across runs: it comes from the operating system, and only when the OS has none from a
 random id kept in the config directory.
 """

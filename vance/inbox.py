@@ -14,7 +14,7 @@ DECISIONS = {"approve", "reject"}
 
 
 def answer_from_text(text: str, item: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The answer object of PROTOCOL.md for what was typed: for an APPROVAL (or an item this
+    """The answer object of docs/protocol.md for what was typed: for an APPROVAL (or an item this
     client has not seen) `approve` or `reject`, then an optional comment; for a QUESTION one
     of its options as the choice; anything else as text. The Brain checks the shape and says
     which field is wrong."""
@@ -67,21 +67,25 @@ def origin_of(item: dict[str, Any]) -> str:
 
 
 def inbox_table(items: list[dict[str, Any]], title: str = "Inbox") -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("id", "kind", "status", "title", "from", "options", "answer", "created"):
-        table.add_column(column, overflow="fold")
+    """One row an item; its options or its answer under its title (80 columns)."""
+    from vance.render import listing, short_time
+
+    table = listing(title, "id", "kind", "status", "from", "at", "title")
     for item in items:
         status = str(item.get("status", ""))
         answer = item.get("answer") or {}
+        text = Text(str(item.get("title", "")))
+        if item.get("options"):
+            text.append("\n" + " | ".join(str(option) for option in item["options"]), "cyan")
+        if answer:
+            text.append("\n" + ", ".join(f"{key}: {value}" for key, value in answer.items()), "dim")
         table.add_row(
             str(item.get("id", "")),
             str(item.get("kind", "")),
             Text(status, style=STATUS_STYLES.get(status, "")),
-            str(item.get("title", "")),
             origin_of(item),
-            " | ".join(str(option) for option in item.get("options") or []),
-            ", ".join(f"{key}: {value}" for key, value in answer.items()),
-            str(item.get("createdAt") or "")[:19].replace("T", " "),
+            short_time(item.get("createdAt")),
+            text,
         )
     return table
 

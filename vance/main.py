@@ -37,6 +37,7 @@ from vance.render import (
     recipes_table,
     runs_table,
 )
+from vance.sessions import list_sessions
 
 LOCAL_BRAIN = "http://127.0.0.1:8000"
 STATUSES = ("INIT", "RUNNING", "IDLE", "BLOCKED", "PAUSED", "SUSPENDED", "CLOSED")
@@ -109,15 +110,33 @@ def cmd_chat(args: argparse.Namespace) -> int:
         return 130
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    table, resumable = list_sessions(
+        BrainApi(load_config()), current_fingerprint(), everything=args.all, limit=args.limit
+    )
+    out.print(table)
+    if resumable:
+        out.print(
+            Text(
+                f"Resume one: vance chat --session {resumable[0]} (any id in bold; from "
+                "another directory its processes wait for /resume).",
+                style="dim",
+            )
+        )
+    return EXIT_OK
+
+
 def cmd_processes(args: argparse.Namespace) -> int:
     rows, count = BrainApi(load_config()).results(
         "processes",
         status=args.status,
         session=args.session,
         engine=args.engine,
+        category="service" if args.service else None,
         limit=args.limit,
     )
-    out.print(process_table(rows, f"Processes ({len(rows)} of {count})"))
+    title = "Service processes" if args.service else "Processes"
+    out.print(process_table(rows, f"{title} ({len(rows)} of {count})"))
     return EXIT_OK
 
 
@@ -278,10 +297,20 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--new", action="store_true", help="start a new session")
     chat.set_defaults(run=cmd_chat)
 
+    sessions = commands.add_parser("sessions", help="list your chats, to resume one")
+    sessions.add_argument("--all", action="store_true", help="the closed ones too")
+    sessions.add_argument("--limit", type=int, default=15)
+    sessions.set_defaults(run=cmd_sessions)
+
     processes = commands.add_parser("processes", help="list processes")
     processes.add_argument("--status", choices=STATUSES, type=str.upper)
     processes.add_argument("--session", help="sess_N")
     processes.add_argument("--engine", help="think engine name")
+    processes.add_argument(
+        "--service",
+        action="store_true",
+        help="list the processes of service recipes you started (left out otherwise)",
+    )
     processes.add_argument("--limit", type=int, default=50)
     processes.set_defaults(run=cmd_processes)
 
@@ -312,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     recipes.set_defaults(run=cmd_recipes)
 
     runs = commands.add_parser("runs", help="list run logs")
-    # --engine is the name PROTOCOL.md's first stage gave it.
+    # --engine: the option's first name, kept for scripts that use it.
     runs.add_argument(
         "--process", "--engine", dest="process", metavar="tp_N", help="the runs of this process"
     )

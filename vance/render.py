@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.panel import Panel
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from vance.inbox import inbox_panel
+from vance.spaces import space_tree
 from vance.tasktree import TaskTreeFollower
 
 STATUS_STYLES = {
@@ -35,49 +38,105 @@ def status_text(status: str | None, close_reason: str | None = None) -> Text:
     return Text(label, style=STATUS_STYLES.get(status or "", ""))
 
 
-def process_table(processes: list[dict[str, Any]], title: str = "Processes") -> Table:
-    table = Table(title=title, title_justify="left")
-    for column in ("id", "engine", "recipe", "status", "drift", "session", "goal", "tokens"):
-        table.add_column(column, overflow="fold")
+def listing(title: str, *columns: str | Column) -> Table:
+    """A table for an 80-column terminal: no vertical rules; ids, statuses and times are
+    never broken (a column named in KEEP_WHOLE), text wraps at spaces."""
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for column in columns:
+        if isinstance(column, Column):
+            table.columns.append(column)
+        else:
+            table.add_column(column, no_wrap=column in KEEP_WHOLE, overflow="fold")
+    return table
+
+
+# Columns of ids, statuses and times: read whole or not at all.
+KEEP_WHOLE = {
+    *("id", "status", "session", "process", "at", "started", "run", "from", "kind"),
+    *("tasks", "tokens", "level"),
+}
+# Run statuses as a column shows them.
+RUN_STATUS_LABELS = {"completed_partial": "partial"}
+
+
+def short_time(value: str | None) -> str:
+    """`2026-12-02T06:34:34.1+00:00` as `12-02 06:34`: enough to tell rows apart."""
+    return (value or "")[5:16].replace("T", " ")
+
+
+def tokens(count: int) -> str:
+    return f"{count / 1000:.1f}k" if count >= 10000 else str(count)
+
+
+def process_table(
+    processes: list[dict[str, Any]], title: str = "Processes", *, sessions: bool = True
+) -> Table:
+    """One row a process: the recipe under its engine when they differ, drift in the status,
+    the session only where the rows may come from several, the last task under the goal."""
+    columns = ["id", "engine", "status", *(["session"] if sessions else []), "goal", "tokens"]
+    table = listing(title, *columns)
     for process in processes:
         usage = process.get("usage") or {}
+        engine = Text(process.get("thinkEngine") or "")
+        recipe = process.get("recipe") or ""
+        if recipe and recipe != engine.plain:
+            engine.append(f"\n{recipe}", style="dim")
+        status = status_text(process.get("status"), process.get("closeReason"))
+        if process.get("contextDrift"):
+            status.append(" drift", style="yellow")
+        # "~": a server reported no usage, the counts are estimated.
+        used = tokens(usage.get("promptTokens", 0)) + "/" + tokens(usage.get("completionTokens", 0))
         table.add_row(
             process.get("id", ""),
-            process.get("thinkEngine") or "",
-            process.get("recipe") or "",
-            status_text(process.get("status"), process.get("closeReason")),
-            "yes" if process.get("contextDrift") else "",
-            process.get("sessionId") or "",
-            (process.get("goal") or "")[:60],
-            f"{usage.get('promptTokens', 0)}/{usage.get('completionTokens', 0)}",
+            engine,
+            status,
+            *([process.get("sessionId") or ""] if sessions else []),
+            goal_text(process.get("goal"), process.get("lastTask")),
+            ("~" if usage.get("estimated") else "") + used,
         )
     return table
 
 
+def goal_text(goal: str | None, task: dict[str, Any] | None) -> Text:
+    """The goal, and below it (dim) the process's last task."""
+    text = Text((goal or "")[:60])
+    if task:
+        text.append(f"\nlast: {last_task_text(task)}", style="dim")
+    return text
+
+
+def last_task_text(task: dict[str, Any] | None) -> str:
+    """A process's last task in a table cell: `title (STATUS)`, a node's id first."""
+    if not task:
+        return ""
+    label = f"{task['id']} {task['title']}" if task.get("id") else str(task.get("title", ""))
+    return f"{label[:60]} ({task.get('status', '')})"
+
+
 def engines_table(engines: list[dict[str, Any]]) -> Table:
-    table = Table(title="Think engines", title_justify="left")
-    for column in ("name", "version", "title", "description"):
-        table.add_column(column, overflow="fold")
+    table = listing("Think engines", Column("name", no_wrap=True), "version", "description")
     for engine in engines:
         table.add_row(
             str(engine.get("name", "")),
             str(engine.get("version", "")),
-            str(engine.get("title") or ""),
-            str(engine.get("description") or ""),
+            str(engine.get("description") or engine.get("title") or ""),
         )
     return table
 
 
 def recipes_table(recipes: list[dict[str, Any]]) -> Table:
-    table = Table(title="Recipes", title_justify="left")
-    for column in ("name", "engine", "scope", "category", "title"):
-        table.add_column(column, overflow="fold")
+    table = listing("Recipes", Column("name", no_wrap=True), "engine", "scope", "title")
     for recipe in recipes:
         table.add_row(
             str(recipe.get("name", "")),
             str(recipe.get("engine", "")),
             str(recipe.get("scope") or ""),
-            str(recipe.get("category") or ""),
             str(recipe.get("title") or ""),
         )
     return table
@@ -85,23 +144,25 @@ def recipes_table(recipes: list[dict[str, Any]]) -> Table:
 
 def runs_table(runs: list[dict[str, Any]], title: str = "Runs") -> Table:
     """Run logs (PROTOCOL's run object): what started each, on what, and how it ended."""
-    table = Table(title=title, title_justify="left")
-    for column in ("id", "trigger", "client", "process", "status", "started", "tasks", "tokens"):
-        table.add_column(column, overflow="fold")
-    table.add_column("why", overflow="fold")
+    table = listing(
+        title, "id", "trigger", "process", "status", "started", "tasks", "tokens", "why"
+    )
     for run in runs:
         trigger = run.get("trigger") or {}
         source = trigger.get("workflowId") or trigger.get("cronId") or trigger.get("webhookId")
         reasons = "; ".join(r.get("reason", "") for r in run.get("blockedReasons") or [])
+        blocked = run.get("tasksBlocked", 0)
+        if blocked:
+            reasons = f"{blocked} blocked" + (f": {reasons}" if reasons else "")
+        status = str(run.get("status") or "")
         table.add_row(
             run.get("id", ""),
             f"{trigger.get('type', '')} {source or ''}".strip(),
-            run.get("clientType") or "",
             (run.get("scope") or {}).get("processId") or "",
-            status_text(run.get("status")),
-            (run.get("startedAt") or "")[:19].replace("T", " "),
-            f"{run.get('tasksExecuted', 0)} done, {run.get('tasksBlocked', 0)} blocked",
-            str(run.get("tokensUsed", 0)),
+            Text(RUN_STATUS_LABELS.get(status, status), STATUS_STYLES.get(status.upper(), "")),
+            short_time(run.get("startedAt")),
+            str(run.get("tasksExecuted", 0)),
+            tokens(int(run.get("tokensUsed", 0))),
             run.get("error") or reasons,
         )
     return table
@@ -109,25 +170,71 @@ def runs_table(runs: list[dict[str, Any]], title: str = "Runs") -> Table:
 
 def notifications_table(rows: list[dict[str, Any]], title: str = "Notifications") -> Table:
     """Notifications, newest first: unread ones marked with a dot."""
-    table = Table(title=title, title_justify="left")
-    for column in ("", "id", "level", "at", "run", "text"):
-        table.add_column(column, overflow="fold")
+    table = listing(title, Column("", no_wrap=True), "id", "level", "at", "run", "text")
     for row in rows:
         table.add_row(
             "" if row.get("read") else "●",
             row.get("id", ""),
             row.get("level", ""),
-            (row.get("createdAt") or "")[:19].replace("T", " "),
+            short_time(row.get("createdAt")),
             row.get("runId") or "",
             row.get("text", ""),
         )
     return table
 
 
-def error_text(data: dict[str, Any]) -> Text:
-    return Text(
-        f"[{data.get('code')}] {data.get('error')}: {data.get('message')}", style="bold red"
-    )
+# The protocol's words for what a person typed, in the Brain's error messages.
+FIELD_WORDS = {
+    "processId": "tp_N",
+    "itemId": "inb_N",
+    "nodeId": "node_N",
+    "spaceId": "spc_N",
+    "sessionId": "sess_N",
+    "message": "TEXT",
+    "text": "TEXT",
+    "title": "TITLE",
+    "seq": "SEQ",
+    "status": "STATUS",
+}
+FRAME_COMMANDS = {
+    "inbox-answer": "/answer",
+    "inbox-dismiss": "/dismiss",
+    "inbox-list": "/inbox",
+    "process-list": "/processes",
+    "process-get": "/tree",
+    "session-close": "/close",
+    "space-suggest": "/space start",
+    "space-get": "/space",
+}
+FIELD = re.compile(r"\bdata\.([A-Za-z]+)(\.[A-Za-z0-9_.\[\]]+)?")
+FRAME = re.compile(r"\b(process|inbox|session|space)-([a-z-]+)\b")
+
+
+def in_commands(message: str) -> str:
+    """A Brain's error message in the words of the commands: `data.processId` is `tp_N`,
+    `process-resume` is `/resume`."""
+
+    def field(found: re.Match[str]) -> str:
+        return FIELD_WORDS.get(found[1], found[1]) + (found[2] or "")
+
+    def frame(found: re.Match[str]) -> str:
+        name = found[0]
+        if name in FRAME_COMMANDS:
+            return FRAME_COMMANDS[name]
+        if found[1] in {"process", "space"}:
+            return "/" + ("space " if found[1] == "space" else "") + found[2].replace("-", " ")
+        return name
+
+    return FRAME.sub(frame, FIELD.sub(field, message))
+
+
+def error_text(data: dict[str, Any], command: str | None = None) -> Text:
+    """A refusal as the person reads it: which command, why, and the Brain's code last."""
+    message = in_commands(str(data.get("message") or data.get("error") or "refused"))
+    text = Text(f"{command}: " if command else "", style="bold red")
+    text.append(message, style="bold red")
+    text.append(f"  ({data.get('code')} {data.get('error')})", style="dim")
+    return text
 
 
 class EventPrinter:
@@ -150,6 +257,8 @@ class EventPrinter:
         # Inbox items as last seen (events, /inbox), so /answer knows each one's kind.
         self.inbox_items: dict[str, dict[str, Any]] = {}
         self.trees = TaskTreeFollower()
+        # The /command being run: a refusal names it.
+        self.command: str | None = None
 
     def show_prompt(self) -> None:
         """`you › ` on the line where the user types, unless a reply is streaming there."""
@@ -176,6 +285,10 @@ class EventPrinter:
         self._clear_prompt()
         self.console.print(renderable)
         self.show_prompt()
+
+    def error(self, data: dict[str, Any]) -> None:
+        """A refusal of the Brain, naming the /command that asked (if one did)."""
+        self.line(error_text(data, self.command))
 
     def status(self, process_id: str, status: str, close_reason: str | None = None) -> None:
         """A status a reply reported (/pause, /resume, …): one line, and none for its
@@ -266,20 +379,27 @@ class EventPrinter:
         self.line(Text(f"! {data.get('text', '')}", style=LEVEL_STYLES.get(level, "")))
 
     def on_run(self, data: dict[str, Any]) -> None:
-        """A run of this person started or finished. Their own runs (trigger `user`: each
-        wake of a process they chat with) show only what process-status does not: a failure.
-        A system run (cron, webhook, workflow, brain linker) is one line."""
+        """A run of this person started or finished: shown only when it needs them. Their own
+        runs (trigger `user`: each wake of a process they chat with) only when one failed (a
+        process-status says the rest); a system run (cron, webhook, workflow, brain linker)
+        when it failed or waits for an answer (blocked), not each routine start and end."""
         run = data.get("run") or {}
         trigger = (run.get("trigger") or {}).get("type")
         status = run.get("status")
-        if trigger == "user" and status != "failed":
+        if status not in ({"failed"} if trigger == "user" else {"failed", "blocked"}):
             return
         line = Text(f"· {run.get('id')} {trigger} {status}", style="dim")
-        if status not in (None, "running"):
-            line.append(f"  {run.get('tasksExecuted', 0)} tasks, {run.get('tokensUsed', 0)} tokens")
-        if run.get("error"):
-            line.append(f"  {run['error']}", style="red")
+        line.append(f"  {run.get('tasksExecuted', 0)} tasks, {run.get('tokensUsed', 0)} tokens")
+        reasons = "; ".join(r.get("reason", "") for r in run.get("blockedReasons") or [])
+        if run.get("error") or reasons:
+            line.append(f"  {run.get('error') or reasons}", style="red" if run.get("error") else "")
+        if status == "blocked":
+            line.append("  (/inbox)", style="yellow")
         self.line(line)
+
+    def on_space_state(self, data: dict[str, Any]) -> None:
+        """The thinking space changed (branches suggested, split, returned): its tree."""
+        self.line(space_tree(data.get("space") or {}))
 
     def on_session_status(self, data: dict[str, Any]) -> None:
         self.line(Text(f"· session {data.get('status')}", style="dim"))

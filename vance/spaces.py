@@ -8,18 +8,17 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from rich.tree import Tree
 
-from vance.render import error_text
-
 if TYPE_CHECKING:
     from vance.chat import ChatClient
 
 USAGE = """\
-/space [node_N|spc_N]           the thinking space of this session (or of that node or space)
-/space split node_N TITLE       a child branch (its parent's agent writes its Handoff)
-/space checkpoint node_N        the branch's agent publishes where it stands
-/space return node_N            the branch's agent returns it to its parent (sealed)
-/space rename node_N TITLE      a new title
-/space retry node_N             ask again for a pending fork's Handoff"""
+/space start           make this chat a thinking space, with suggested branches
+/space [node_N|spc_N]  this session's thinking space (or that node's, space's)
+/space split node_N TITLE   a child branch (its parent's agent hands it off)
+/space checkpoint node_N    the branch's agent publishes where it stands
+/space return node_N        the branch's agent returns it to its parent, sealed
+/space rename node_N TITLE  a new title
+/space retry node_N         ask again for a pending fork's Handoff"""
 
 # The branch map's colours (docs/spaces.md), as terminal styles.
 STYLES = {
@@ -81,6 +80,10 @@ async def space_command(chat: ChatClient, rest: str) -> None:
             data = {"nodeId": target}
         await show(chat, "space-get", data)
         return
+    if verb == "start":
+        chat.printer.line(Text("the agent suggests the first branches…", style="dim"))
+        await show(chat, "space-suggest", {})
+        return
     node_id = words[1] if len(words) > 1 else ""
     title = words[2].strip() if len(words) > 2 else ""
     frames = {
@@ -102,6 +105,6 @@ async def space_command(chat: ChatClient, rest: str) -> None:
 async def show(chat: ChatClient, kind: str, data: dict[str, Any]) -> None:
     reply = await chat.request(kind, data)
     if reply["type"] == "error":
-        chat.printer.line(error_text(reply["data"]))
+        chat.printer.error(reply["data"])
     else:
         chat.printer.line(space_tree(reply["data"]["space"]))

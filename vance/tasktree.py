@@ -1,6 +1,7 @@
-"""Task trees in `vance chat`: PROTOCOL.md's task tree object (`{rootId, nodes}`, each node with
-its parentId, kind, title, status, processId, result, error, startedAt, finishedAt) as a rich Tree,
-and how the chat follows one while it runs.
+"""Task trees in `vance chat`: the protocol's task tree object (`{version, rootId, nodes}`, each
+node with its parentId, kind, title, status, processId, result, error, dependsOn, attempts,
+replanOf, startedAt, finishedAt) as a rich Tree, and how the chat follows one while it runs.
+A worker's structured result shows as its summary; `/tree tp_N nX` prints one node whole.
 
 A task-tree event carries the whole tree on every change, and printing it whole each time buries
 the chat under copies of a tree of fifty nodes. A rich `Live` region that redraws in place would
@@ -16,6 +17,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from rich.console import Group
+from rich.json import JSON
 from rich.text import Text
 from rich.tree import Tree
 
@@ -34,7 +37,7 @@ SHOWN_CHARS = 100
 
 
 def tree_nodes(tree: Any) -> list[dict[str, Any]]:
-    """The nodes with their parent ids: PROTOCOL.md's flat `nodes`, or nested `children` as
+    """The nodes with their parent ids: the protocol's flat `nodes`, or nested `children` as
     another engine may send them (ids made up where they have none)."""
     if isinstance(tree, dict) and isinstance(tree.get("nodes"), list):
         return [node for node in tree["nodes"] if isinstance(node, dict) and "id" in node]
@@ -74,6 +77,9 @@ def _title(node: dict[str, Any]) -> str:
 
 
 def _shown(value: Any) -> str:
+    """A result or error in one short line; a structured result by its summary."""
+    if isinstance(value, dict) and isinstance(value.get("summary"), str):
+        value = value["summary"]
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
     return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…"
@@ -88,6 +94,8 @@ def node_label(node: dict[str, Any]) -> Text:
     label.append(_title(node), style="bold")
     label.append(f" ({node['id']})  ", style="dim")
     label.append(status or "?", style=style)
+    for badge in _badges(node):
+        label.append(f" [{badge}]", style="yellow" if badge.startswith("re-plan") else "dim")
     if took := duration(node):
         label.append(f" {took}", style="dim")
     if node.get("processId"):
@@ -99,11 +107,54 @@ def node_label(node: dict[str, Any]) -> Text:
     return label
 
 
+def _badges(node: dict[str, Any]) -> list[str]:
+    """What marks a node beyond its status: a re-plan, a retry, what it waits for."""
+    badges = []
+    if node.get("replanOf"):
+        badges.append(f"re-plan of {', '.join(map(str, node['replanOf']))}")
+    if isinstance(node.get("attempts"), int) and node["attempts"] > 1:
+        badges.append(f"attempt {node['attempts']}")
+    if node.get("dependsOn"):
+        badges.append(f"after {', '.join(map(str, node['dependsOn']))}")
+    return badges
+
+
+def heading(process_id: str, nodes: list[dict[str, Any]]) -> str:
+    """`tp_4 task tree · 3/8 finished · 4 running at once · 1 failed · 1 re-plan`."""
+    done = sum(1 for node in nodes if node.get("status") in FINISHED)
+    text = f"{process_id} task tree · {done}/{len(nodes)} finished"
+    running = sum(1 for n in nodes if n.get("kind") == "WORKER" and n.get("status") == "RUNNING")
+    if running > 1:
+        text += f" · {running} running at once"
+    if failed := sum(1 for node in nodes if node.get("status") == "FAILED"):
+        text += f" · {failed} failed"
+    if replans := sum(1 for node in nodes if node.get("replanOf")):
+        text += f" · {replans} re-plan{'s' if replans > 1 else ''}"
+    return text
+
+
+def node_detail(process_id: str, tree: Any, node_id: str) -> Group | Text:
+    """One node whole: its line, its goal, its error, and its result (JSON when structured)."""
+    node = next((n for n in tree_nodes(tree) if str(n["id"]) == node_id), None)
+    if node is None:
+        return Text(f"{process_id} has no node {node_id}", style="yellow")
+    parts: list[Any] = [Text(f"{process_id} ", style="bold") + node_label(node)]
+    if node.get("goal"):
+        parts.append(Text(f"goal: {node['goal']}"))
+    if node.get("error"):
+        parts.append(Text(f"error: {node['error']}", style="red"))
+    result = node.get("result")
+    if isinstance(result, dict | list):
+        parts.append(JSON(json.dumps(result, ensure_ascii=False)))
+    elif result not in (None, ""):
+        parts.append(Text(str(result)))
+    return Group(*parts)
+
+
 def task_tree(process_id: str, tree: Any) -> Tree:
     """The whole tree under a heading naming its process and how far it is."""
     nodes = tree_nodes(tree)
-    done = sum(1 for node in nodes if node.get("status") in FINISHED)
-    root = Tree(Text(f"{process_id} task tree · {done}/{len(nodes)} finished", style="bold"))
+    root = Tree(Text(heading(process_id, nodes), style="bold"))
     ids = {node["id"] for node in nodes}
     below: dict[str | None, list[dict[str, Any]]] = {}
     for node in nodes:
@@ -134,8 +185,12 @@ def status_line(process_id: str, node: dict[str, Any]) -> Text:
         line.append(f" {took}", style="dim")
     if node.get("processId") and status in {"RUNNING", "BLOCKED"}:
         line.append(f"  worker {node['processId']}", style="cyan")
+    if node.get("replanOf"):
+        line.append(f"  re-plan of {', '.join(map(str, node['replanOf']))}", style="yellow")
     if node.get("error"):
         line.append(f"  {_shown(node['error'])}", style="red")
+    elif status == "DONE" and node.get("kind") == "WORKER" and node.get("result"):
+        line.append(f"  {_shown(node['result'])}", style="dim")
     return line
 
 

@@ -1,32 +1,38 @@
 """Shared REST pieces: error bodies, pagination of presenter output, and /healthz.
 
 Bodies are described by pydantic models (drf-spectacular reads them), so /api/schema/ shows the
-shapes the views send: the objects of sessions_app/protocol/outbound.py, `Page` envelopes of
+shapes the views send: the objects of protocol/outbound.py, `Page` envelopes of
 them, and `ErrorBody` for every 4xx.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, JsonResponse
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema_serializer,
 )
 from pydantic import BaseModel, ConfigDict, Field
+from rest_framework import serializers
 from rest_framework.exceptions import APIException, UnsupportedMediaType, ValidationError
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from vancetope.errors import BadRequest, BrainError
-from vancetope.ids import parse_whole_number
+from vancetope.ids import MAX_PK, parse_whole_number, public_id_pattern
+from vancetope.openapi import NOT_BLANK
 from vancetope.ratelimit import RateLimited
 
 T = TypeVar("T")
@@ -50,12 +56,97 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
 
+class InputBody(BaseModel):
+    """A request body described by a model (a view or domain function checks it): unknown
+    keys refused, a field with a default may be left out (the document does not require it,
+    unlike a `Body` the server sends, whose every field is present)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# A request body checked by DRF that, like a `Body`, refuses keys it does not declare (a 400
+# naming each); the OpenAPI document says so (`additionalProperties: false`,
+# vancetope/openapi.py), so a client reads which keys a body takes. (No docstring: the
+# document would describe every subclass's body with it.)
+class InputSerializer(serializers.Serializer):
+    # The component names of every subclass (drf-spectacular names a component after its
+    # serializer class), read by the document's postprocessing hook.
+    closed_components: set[str] = set()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        InputSerializer.closed_components.add(cls.__name__)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = sorted(str(key) for key in data if key not in self.fields)
+            if unknown:
+                raise ValidationError({key: ["is not a field of this body"] for key in unknown})
+        return super().to_internal_value(data)
+
+
+# A text field whose rule the document states as a `pattern` (the view, or the domain
+# function it calls, refuses any other text with a 400 naming the field). (No docstring: the
+# document would describe the field with it.)
+class PatternField(serializers.CharField):
+    def __init__(self, pattern: str, **kwargs: Any) -> None:
+        self.pattern = pattern
+        super().__init__(**kwargs)
+
+
+class PatternSchema(OpenApiSerializerFieldExtension):
+    target_class = PatternField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "pattern": self.target.pattern}
+        if self.target.max_length is not None:
+            schema["maxLength"] = self.target.max_length
+        return schema
+
+
+class CharFieldSchema(OpenApiSerializerFieldExtension):
+    """DRF's CharField strips its text and then refuses it blank (unless `allow_blank`): the
+    document says so with a pattern (NOT_BLANK), not only `minLength`, which lets " " pass."""
+
+    target_class = serializers.CharField
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        field = self.target
+        schema: dict[str, Any] = {"type": "string"}
+        if field.trim_whitespace and not field.allow_blank:
+            schema["pattern"] = NOT_BLANK
+        if field.max_length is not None:
+            schema["maxLength"] = field.max_length
+        if field.min_length is not None:
+            schema["minLength"] = field.min_length
+        return schema
+
+
+# A public id (`sess_12`) in a body.
+class PublicIdField(PatternField):
+    def __init__(self, prefix: str, **kwargs: Any) -> None:
+        super().__init__(public_id_pattern(prefix), **kwargs)
+
+
+def _omitted(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+# A field of a PATCH body that may be left out but not sent as null (no empty value is kept):
+# `name: str = OMITTED` (the document shows no default).
+OMITTED: Any = Field(default=None, json_schema_extra=_omitted)
+
+
 class ErrorBody(Body):
-    """Every error answer, as the WebSocket's error data: {code, error, message}."""
+    """Every error answer, as the WebSocket's error data: {code, error, message, field?}."""
 
     code: int
     error: str
     message: str
+    # The input at fault (`action.constraints.maxTasks`), when the refusal names one: the
+    # WebSocket error frame's and the MCP tool error's `field` (only then present).
+    field: str | None = Field(default=None, exclude_if=lambda value: value is None)
     # A validation error of a request body: the problems by field (only then present).
     fields: dict[str, Any] | None = Field(default=None, exclude_if=lambda value: value is None)
 
@@ -86,9 +177,16 @@ class Page(Body, Generic[T]):
     results: list[T]
 
 
+# The ranges Pagination takes (a signed 64-bit number at most), so the schema allows no more.
 PAGE_PARAMETERS = [
-    OpenApiParameter("limit", int, description="rows per page (default 50)"),
-    OpenApiParameter("offset", int, description="rows to skip"),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PK},
+        description="rows per page (default 50)",
+    ),
+    OpenApiParameter(
+        "offset", {"type": "integer", "minimum": 0, "maximum": MAX_PK}, description="rows to skip"
+    ),
 ]
 
 
@@ -104,18 +202,29 @@ ERROR_WORDS = {
 }
 
 
+def change_body(request: Request) -> dict[str, Any]:
+    """The JSON object of a PATCH: the fields to change. A PATCH without a body (DRF reads
+    one as an empty form) or with another JSON value is a 400 naming the body."""
+    if request.stream is None or not isinstance(request.data, dict):
+        raise BadRequest("body: must be a JSON object of the fields to change", field="body")
+    return dict(request.data)
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """Every error answers with the body the WebSocket sends: {code, error, message}.
+    """Every error answers with the body the WebSocket sends: {code, error, message, field?}.
 
     Domain errors carry it already; DRF's own errors (authentication, validation, unknown
     method, …) are reshaped so a client reads one error format. A validation error names the
-    offending fields in `message` and lists them under `fields`.
+    offending fields in `message`, the first in `field`, and lists them under `fields`.
     """
     if isinstance(exc, UnsupportedMediaType):
         # A body the parsers cannot read is bad input like any other: a 400 naming the header.
         exc = BadRequest(f"Content-Type: {exc.detail}; send application/json")
     if isinstance(exc, BrainError):
-        body = ErrorBody(code=exc.code, error=exc.error, message=exc.message)
+        fields = {exc.field: [exc.message]} if exc.field else None
+        body = ErrorBody(
+            code=exc.code, error=exc.error, message=exc.message, field=exc.field, fields=fields
+        )
         answer = Response(body.model_dump(mode="json"), status=exc.code)
         if isinstance(exc, RateLimited):
             answer["Retry-After"] = str(exc.retry_after)
@@ -132,12 +241,25 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         message = "; ".join(
             f"{name}: {text}" for name, problem in data.items() for text in _texts(problem)
         )
-        body = ErrorBody(code=code, error=error, message=message, fields=data)
+        body = ErrorBody(
+            code=code, error=error, message=message, field=_first_field(data), fields=data
+        )
     else:
         detail = data.get("detail", data) if isinstance(data, dict) else data
         body = ErrorBody(code=code, error=error, message="; ".join(_texts(detail)) or error)
     response.data = body.model_dump(mode="json")
     return response
+
+
+def _first_field(problems: dict[str, Any]) -> str | None:
+    """The dotted path of a DRF validation error's first problem (`params.maxTokens`)."""
+    path: list[str] = []
+    while isinstance(problems, dict) and problems:
+        name, problems = next(iter(problems.items()))
+        path.append(str(name))
+    if path[:1] == [api_settings.NON_FIELD_ERRORS_KEY]:
+        return None
+    return ".".join(path) or None
 
 
 def _texts(problem: Any) -> list[str]:

@@ -24,6 +24,12 @@ def parse_whole_number(text: str, *, limit: int = MAX_PK) -> int | None:
     return value if value <= limit else None
 
 
+def public_id_pattern(prefix: str) -> str:
+    """The ids `prefix`_N as a pattern for the OpenAPI document: up to 18 ASCII digits, every
+    number of which is a primary key (19 digits may be past MAX_PK)."""
+    return f"^{prefix}_[0-9]{{1,18}}$"
+
+
 def public_id(prefix: str, pk: int | None) -> str:
     return f"{prefix}_{pk}"
 

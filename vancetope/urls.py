@@ -8,21 +8,19 @@ from rest_framework.routers import SimpleRouter
 from engines.api import ThinkEngineList
 from inbox.api import InboxViewSet
 from processes.api import ProcessViewSet
+from processes.service_api import ServiceRuns
 from recipes_app.api import RecipeViewSet
 from sessions_app.api import SessionViewSet
 from spaces.api import SpaceViewSet
 from triggers.api import NotificationViewSet, RunViewSet, WorkflowViewSet
-from triggers.cron_api import CronJobViewSet
-from triggers.webhook_api import WebhookViewSet
+from triggers.cron.api import CronJobViewSet
+from triggers.webhooks.api import WebhookViewSet
 from vancetope.api import api_not_found
 from vancetope.config.api import SettingViewSet
 from vancetope.health import Healthz
-from vancetope.memory.api import (
-    DocumentViewSet,
-    KnowledgeEdgeViewSet,
-    KnowledgeNodeViewSet,
-    MemoryViewSet,
-)
+from vancetope.memory.api import DocumentViewSet, MemoryViewSet
+from vancetope.memory.knowledge_api import KnowledgeEdgeViewSet, KnowledgeNodeViewSet
+from vancetope.metrics_endpoint import metrics_view
 from vancetope.tools.api import ToolHealthViewSet
 
 router = SimpleRouter(trailing_slash=False)
@@ -46,7 +44,9 @@ router.register("knowledge/nodes", KnowledgeNodeViewSet, basename="knowledge-nod
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", Healthz.as_view(), name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/think-engines", ThinkEngineList.as_view(), name="think-engines"),
+    path("api/services/<str:service>/runs", ServiceRuns.as_view(), name="service-runs"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/", include(router.urls)),

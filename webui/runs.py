@@ -1,7 +1,7 @@
 """The run-log pages of the web UI: the user's runs on a timeline (newest first, each a bar
 from its start to its finish, or to now while it runs) and their notifications (with the
 unread count, marked read one by one or all at once); and one run's page, its own timeline
-(triggers/timeline.py). Read through the services /api/runs and /api/notifications use."""
+(triggers/runs/timeline.py). Read through the services /api/runs and /api/notifications use."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from triggers import notifications, runs
+from triggers import notifications
 from triggers.models import RunStatus, TriggerType
 from triggers.presenters import notification_data, run_data
-from triggers.timeline import run_timeline
+from triggers.runs import queries as run_queries
+from triggers.runs.timeline import run_timeline
 from vancetope.errors import BadRequest, BrainError, NotFound
 
 RUN_LIMIT = 100
@@ -50,6 +51,25 @@ def timeline(rows: list[Any]) -> list[dict[str, Any]]:
     return placed
 
 
+def is_routine(run: dict[str, Any]) -> bool:
+    """A chat turn that went well: one of many, folded on the runs page."""
+    return run["trigger"]["type"] == TriggerType.USER and run["status"] == RunStatus.COMPLETED
+
+
+def folded(placed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs as rows, each stretch of routine chat runs in one folded row (`fold`), so a
+    workflow's, a cron job's, a failed or a waiting run is not lost among chat turns."""
+    entries: list[dict[str, Any]] = []
+    for run in placed:
+        if is_routine(run) and entries and "fold" in entries[-1]:
+            entries[-1]["fold"].append(run)
+        elif is_routine(run):
+            entries.append({"fold": [run]})
+        else:
+            entries.append({"run": run})
+    return entries
+
+
 @login_required
 def runs_page(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
@@ -57,7 +77,7 @@ def runs_page(request: HttpRequest) -> HttpResponse:
     error = ""
     try:
         rows = list(
-            runs.filtered_runs(
+            run_queries.filtered_runs(
                 request.user, status=status or None, trigger=trigger or None
             ).select_related("workflow")[:RUN_LIMIT]
         )
@@ -65,7 +85,7 @@ def runs_page(request: HttpRequest) -> HttpResponse:
         error, rows = exc.message, []
     listed = notifications.filtered_notifications(request.user)[:NOTIFICATION_LIMIT]
     context = {
-        "runs": timeline(rows),
+        "entries": folded(timeline(rows)),
         "notifications": [notification_data(row) for row in listed],
         "unread": notifications.unread_count(request.user),
         "statuses": RunStatus.values,
@@ -91,7 +111,7 @@ def notification_read(request: HttpRequest, notification_id: str) -> HttpRespons
 @login_required
 def run_page(request: HttpRequest, run_id: str) -> HttpResponse:
     try:
-        run = runs.get_visible_run(request.user, run_id)
+        run = run_queries.get_visible_run(request.user, run_id)
     except NotFound as exc:
         # The same answer for "no such run" and "another tenant's": nothing leaks.
         raise Http404(exc.message) from exc

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from webui import runs, views
+from webui import runs, sessions, views
 
 app_name = "webui"
 
@@ -15,6 +15,7 @@ urlpatterns = [
     path("processes/<str:process_id>", views.process_detail_page, name="process"),
     path("processes/<str:process_id>/<str:call>", views.process_call, name="process-call"),
     path("interactive/", views.interactive, name="interactive"),
+    path("sessions/", sessions.sessions_page, name="sessions"),
     path("inbox/", views.inbox_page, name="inbox"),
     path("memory/", views.memory_page, name="memory"),
     path("runs/", runs.runs_page, name="runs"),

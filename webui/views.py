@@ -5,6 +5,7 @@ exactly what /api/ would show the logged-in user; the JavaScript then keeps it f
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,17 +18,24 @@ from inbox.presenters import item_data
 from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
 from processes.actions import lifecycle
+from processes.last_task import last_task, with_last_turn
 from processes.presenters import process_data, process_detail
 from processes.states import Call, Status, is_allowed
+from sessions_app.models import ClientType
 from triggers.presenters import workflow_data
-from triggers.workflows import filtered_workflows
+from triggers.runs import queries as run_queries
+from triggers.workflows.services import filtered_workflows
 from vancetope.errors import BadRequest, BrainError, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.memory.documents import MEDIA_TYPES
 from vancetope.memory.models import EdgeType
 from vancetope.tenancy.services import visible_projects
+from webui import runs
+from webui.conversation import turns
 
 LIST_LIMIT = 200
+# The run logs and inbox items on a process page, newest first.
+SECTION_LIMIT = 50
 # The lifecycle buttons of the process page, in the order shown; each only where its status
 # allows it (processes/states.py).
 PAGE_CALLS = {
@@ -42,17 +50,27 @@ PAGE_CALLS = {
 @login_required
 def process_list(request: HttpRequest) -> HttpResponse:
     status = request.GET.get("status", "")
-    rows = queries.visible_processes(request.user).order_by("-pk")
+    category = request.GET.get("category", "")
+    rows = with_last_turn(queries.readable_processes(request.user)).order_by("-pk")
     error = ""
     if status and status not in Status.values:
         error = f"status must be one of {', '.join(Status.values)}, not {status!r}"
         rows = rows.none()
     elif status:
         rows = rows.filter(status=status)
+    try:
+        rows = queries.in_category(rows, category)
+    except BadRequest as exc:
+        error, rows = exc.message, rows.none()
+    listed = list(rows[:LIST_LIMIT])
     context = {
-        "processes": rows[:LIST_LIMIT],
+        "processes": listed,
+        # Each listed process with its last task (processes/last_task.py).
+        "rows": [(process, last_task(process)) for process in listed],
         "statuses": Status.values,
         "status": status,
+        "categories": queries.CATEGORIES,
+        "category": category,
         "error": error,
         "mode": "dashboard",
     }
@@ -63,21 +81,28 @@ def process_list(request: HttpRequest) -> HttpResponse:
 def process_detail_page(request: HttpRequest, process_id: str) -> HttpResponse:
     try:
         pk = parse_public_id("tp", process_id, "process")
-        process = queries.get_visible_process(request.user, pk)
+        process = queries.get_readable_process(request.user, pk)
     except NotFound as exc:
         # The same answer for "no such process" and "another tenant's": nothing leaks.
         raise Http404(exc.message) from exc
     detail = process_detail(process)
     tree = detail["taskTree"]
-    children = queries.visible_processes(request.user).filter(parent_id=process.pk).order_by("pk")
+    children = queries.readable_processes(request.user).filter(parent_id=process.pk).order_by("pk")
+    run_rows = run_queries.filtered_runs(request.user, process=process.public_id)
+    items = filtered_items(request.user, process=process.public_id)
     context = {
         "process": detail,
+        "turns": turns(detail, is_chat=process.session.chat_process_id == process.pk),
+        "runs": runs.timeline(list(run_rows.select_related("workflow")[:SECTION_LIMIT])),
+        "items": [item_data(item) for item in items[:SECTION_LIMIT]],
         "task_tree": json.dumps(tree, indent=2, ensure_ascii=False) if tree is not None else None,
         "children": [process_data(child) for child in children[:LIST_LIMIT]],
+        # A system run's process is its owner's to read, not to change: no buttons.
         "calls": [
             call.value
             for call in PAGE_CALLS
             if is_allowed(call, process.status, process.close_reason)
+            and queries.is_visible(process, request.user)
         ],
         "mode": "dashboard",
     }
@@ -104,13 +129,32 @@ def process_call(request: HttpRequest, process_id: str, call: str) -> HttpRespon
     return redirect("webui:process", process_id=process_id)
 
 
+def conversation_of(user: Any, process_id: str) -> str:
+    """The web session a process lives in, when the person can go back into it (theirs, a
+    web chat, not CLOSED): its id, else "" (the tab's own session is used instead)."""
+    try:
+        process = queries.get_readable_process(user, parse_public_id("tp", process_id, "process"))
+    except NotFound:
+        return ""
+    session = process.session
+    usable = session.owner_id == user.pk and not session.system
+    if usable and session.client_type == ClientType.WEB and session.status != "CLOSED":
+        return session.public_id
+    return ""
+
+
 @login_required
 def interactive(request: HttpRequest) -> HttpResponse:
     projects = list(visible_projects(request.user).order_by("pk"))
+    focus = request.GET.get("process", "")
     context = {
         "projects": [project.public_id for project in projects],
         # A dashboard page may hand over a process to steer; the socket checks it is visible.
-        "focus_process": request.GET.get("process", ""),
+        "focus_process": focus,
+        # The chat to go back into: one the sessions page names, or the one of the process
+        # handed over (its own conversation, not an empty new one).
+        "resume_session": request.GET.get("session", "")
+        or (conversation_of(request.user, focus) if focus else ""),
         # The dashboard's "New chat": a new session instead of resuming the tab's.
         "new_session": request.GET.get("new") == "1",
         "workflows": [

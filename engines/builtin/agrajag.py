@@ -1,7 +1,8 @@
-"""agrajag — the tool-health service engine (seed 000 §7, §7b).
+"""agrajag — the tool-health service engine (docs/engines.md, "Service engines").
 
 Spawned by the dispatcher's checker for a tool whose failures no rule explains, in the
-project's system session. It probes the tool with SAFE_PROBE tools only, lets the LLM judge the
+project's system session, for the user whose call failed (ctx.acting_user_id). It probes the
+tool as that user (tool_probe_as_user) with SAFE_PROBE tools only, lets the LLM judge the
 evidence (it may write the verdict itself with tool_health_write), and always leaves a
 ToolHealth row: if the LLM wrote none, the probe decides.
 """
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 WRITER = "tool_health_write"
 PROBE = "tool_probe"
+# The probe as the user whose call failed (ctx.acting_user_id): their client's tools too.
+PROBE_AS_USER = "tool_probe_as_user"
 # The checker's verdict for an error no rule explains.
 AMBIGUOUS = "ambiguous"
 
@@ -37,7 +40,7 @@ class Agrajag(ThinkEngine):
         "writes the tool's health."
     )
     version = "1.0.0"
-    allowed_tools = frozenset({PROBE, WRITER})
+    allowed_tools = frozenset({PROBE, PROBE_AS_USER, WRITER})
     default_settings = {
         "systemPrompt": (
             "You are Agrajag, who diagnoses failing tools. Read the failures and the probe "
@@ -73,8 +76,10 @@ class Agrajag(ThinkEngine):
             ctx.finish(Finish.DONE)
             return
         failures = ctx.tool_health.failures(diagnosis_id)
+        # The failure was a user's: the probe runs as them, where their tools are.
+        probe_tool = PROBE if ctx.acting_user_id is None else PROBE_AS_USER
         probe = ctx.tools.invoke(
-            PROBE, {"tool": tool, "arguments": ctx.settings.get("probeArguments") or {}}
+            probe_tool, {"tool": tool, "arguments": ctx.settings.get("probeArguments") or {}}
         )
         evidence = f"{failures}\nprobe: {probe.content}".strip()
         ctx.conversation.append(LlmMessage(role="user", content=f"Tool {tool}: {evidence}"))
@@ -109,7 +114,10 @@ class Agrajag(ThinkEngine):
             if not completion.tool_calls:
                 return False
             for call in completion.tool_calls:
-                result = ctx.tools.answer(call)
+                # Its probe turn runs SAFE_PROBE tools only, whatever its recipe adds and
+                # whatever the LLM names; the health writer is the one other tool it has.
+                only = None if call.name == WRITER else "SAFE_PROBE"
+                result = ctx.tools.answer(call, only_safety=only)
                 if call.name == WRITER and result.ok and call.arguments.get("tool") == tool:
                     return True
         return False

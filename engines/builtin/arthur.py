@@ -1,4 +1,4 @@
-"""arthur — the session chat: a reactive tool loop that starts and steers workers (seed 000 §7).
+"""arthur — the session chat: a reactive tool loop that starts and steers workers.
 
 Every message runs one tool loop (LLM step `chat`, at most `maxSteps` calls): the LLM answers in
 chat, or calls the orchestration tools (`process_create`, `process_steer`, `process_stop`,
@@ -10,23 +10,26 @@ person: as an inbox QUESTION item when the inbox is there (an APPROVAL item when
 for an approval, as vogon's checkpoint does; the answer is steered back to the child), else in
 the chat (the person's next message is steered back to it).
 
-As the session's chat process arthur never reaches DONE. Given a goal as a worker (the recipe
-`arthur-sub`, under a vogon) it works the goal the same way and closes DONE with its answer once
-none of its own workers is still open; without the inbox, a worker's question goes up to its
-parent (arthur BLOCKED, asking it) instead of to the person.
+Its params, not where it stands, make it a chat or a worker: with `finishAfterGoal: true` (its
+default) it works its goal and closes DONE with its answer once none of its own workers is
+still open; with `reportTo: parent` (its default), without the inbox, a worker's question goes
+up to its parent (arthur BLOCKED, asking it) instead of to the person. A session's chat process
+gets `finishAfterGoal: false, reportTo: user` beneath its recipe's params (the lane's chat
+role): it never reaches DONE and asks the person in the chat.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import override
 
 from engines.base import Contract, Summary, ThinkEngine
-from engines.capabilities import LlmMessage, ToolCall, ToolSchema
+from engines.capabilities import LlmMessage, StructuredOutputError, ToolCall, ToolSchema
 from engines.context import CapabilityNotAvailable, Finish
-from engines.messages import InboxAnswer, ParentReport
+from engines.messages import Control, InboxAnswer, ParentReport
 from engines.registry import register_engine
 
 if TYPE_CHECKING:
@@ -84,6 +87,23 @@ ORCHESTRATION = [
     _tool("process_status", "One worker's status.", {"processId": _ID}, ["processId"]),
 ]
 ORCHESTRATION_NAMES = {schema.name for schema in ORCHESTRATION}
+# A person's order in a thinking space (spaces/actions/human.py) and the one tool it names: the
+# call is forced, so a model that would not choose it (a small one) still makes it.
+ORDERS = {
+    "suggest": "thinking_suggest",
+    "checkpoint": "thinking_checkpoint",
+    "return": "thinking_return",
+    "fork handoff": "thinking_fork_handoff",
+}
+ORDER = re.compile(r"\[control: (suggest|checkpoint|return|fork handoff)\b")
+
+
+def ordered_tool(message: PendingMessage) -> str | None:
+    """The tool a control turn's order names, or None for any other message."""
+    if not isinstance(message, Control):
+        return None
+    found = ORDER.match(message.text)
+    return ORDERS[found[1]] if found else None
 
 
 @register_engine
@@ -102,6 +122,8 @@ class Arthur(ThinkEngine):
             "memory_read",
             "memory_write",
             "memory_search",
+            "memory_neighbours",
+            "memory_edges",
             "thinking_start",
             "thinking_suggest",
             "thinking_split",
@@ -122,6 +144,10 @@ class Arthur(ThinkEngine):
         "maxSteps": 6,
         # A worker's DONE report at least this long is also kept as an OUTPUT_TEXT item.
         "outputTextMinChars": 500,
+        # A worker's: close DONE once it answered and none of its own is open.
+        "finishAfterGoal": True,
+        # A worker's: a question of its workers goes to its parent ("user": to the chat).
+        "reportTo": "parent",
     }
     setting_descriptions = {
         "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
@@ -133,7 +159,7 @@ class Arthur(ThinkEngine):
     @override
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         process.engine_state = {"questions": {}, "asking": None}
-        if process.goal and not ctx.is_chat_process:
+        if process.goal:
             # A worker's goal: its tool loop runs in the lane, not in whoever started it.
             ctx.defer_turn(process.goal)
 
@@ -147,8 +173,10 @@ class Arthur(ThinkEngine):
             if not isinstance(message, ParentReport):
                 ctx.events.chat_message("user", text, at_once=True)
             ctx.conversation.append(LlmMessage(role="user", content=text))
-            answer = self._loop(ctx)
-            if answer is not None and not ctx.is_chat_process and not self._working(ctx):
+            ordered = ordered_tool(message)
+            answer = self._loop(ctx) if ordered is None else self._obey(ctx, ordered)
+            finishes = ctx.settings.get("finishAfterGoal") is True
+            if answer is not None and finishes and not self._working(ctx):
                 # A worker's goal is reached once it answers and none of its own is open.
                 state["result"] = answer
                 ctx.finish(Finish.DONE)
@@ -214,6 +242,23 @@ class Arthur(ThinkEngine):
             ctx.events.chat_message("assistant", answer)
         return answer if finished else None
 
+    def _obey(self, ctx: ThinkEngineContext, tool: str) -> str | None:
+        """A person's order in a thinking space: one forced call of the tool it names (step
+        `control`), run as the tool loop would; a model that gives no valid call is told in
+        the chat, and the end of the turn lets go of the node's lock."""
+        schema = next((s for s in ctx.tools.schemas() if s.name == tool), None)
+        if schema is None:
+            return self._loop(ctx)
+        try:
+            arguments = ctx.llm.structured(ctx.prompt(), schema, step="control")
+        except StructuredOutputError as failed:
+            self._say(ctx, "assistant", f"I could not do that: {failed}")
+            return None
+        call = ToolCall(f"call_{len(ctx.conversation.history())}", tool, arguments)
+        ctx.conversation.append(LlmMessage(role="assistant", content="", tool_calls=(call,)))
+        ctx.tools.answer(call)
+        return None
+
     @staticmethod
     def _working(ctx: ThinkEngineContext) -> bool:
         """Whether one of its workers is still open (it will report)."""
@@ -276,7 +321,7 @@ class Arthur(ThinkEngine):
             item = ctx.inbox.post(kind=kind, title=title or f"{child} asks", body=question)
         except CapabilityNotAvailable:
             state["asking"] = child
-            if not ctx.is_chat_process:
+            if ctx.settings.get("reportTo") != "user":
                 # A worker arthur has nobody to chat with: it asks its parent.
                 state["asked"] = {"question": question, "approval": approval}
                 ctx.block()

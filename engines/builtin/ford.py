@@ -8,7 +8,8 @@ Two params make a ford a council head (zaphod's, recipe `zaphod-head`):
 - `finishAfterGoal: true`: it answers its goal (step `head`) and finishes DONE; its report to
   the parent carries the answer.
 - `persona`: text appended to the system prompt (who this head is).
-Without them ford behaves as it always did.
+Without them ford answers every message and stays open, whether it is a session's chat or a
+worker: it never asks which it is.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ class Ford(ThinkEngine):
     title = "Ford"
     description = "Minimal chat: user message → LLM → reply. No tools, no memory."
     version = "1.0.0"
-    default_settings = {"systemPrompt": "You are Ford, a concise and helpful assistant."}
+    default_settings = {
+        "systemPrompt": "You are Ford, a concise and helpful assistant.",
+        # Stays open after an answer (a recipe's `finishAfterGoal: true` closes it DONE).
+        "finishAfterGoal": False,
+    }
     setting_descriptions = {
         "systemPrompt": "The system prompt when the recipe gives no prompt prefix.",
     }
@@ -45,9 +50,9 @@ class Ford(ThinkEngine):
     def start(self, process: ProcessView, ctx: ThinkEngineContext) -> None:
         # A worker spawned with a goal answers it in its first turn, in its lane: whoever
         # started it is not held by the LLM call, and the turn can be paused, and waits out
-        # a provider failure BLOCKED (telling its parent) as every turn does. The session's
-        # chat process waits for the first chat message instead.
-        if process.goal and not ctx.is_chat_process:
+        # a provider failure BLOCKED (telling its parent) as every turn does. A process
+        # without a goal (a session's chat) waits for its first message instead.
+        if process.goal:
             ctx.defer_turn(process.goal)
 
     @override

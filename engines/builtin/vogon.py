@@ -1,4 +1,4 @@
-"""vogon — the strategy runner: a strategy's phases, one after another (seed 000 §7).
+"""vogon — the strategy runner: a strategy's phases, one after another.
 
 The strategy (recipes_app/strategy.schema.json; by name from strategies.yaml or the admin, or
 inline) is resolved and checked before the process is created (`prepare_params`) and kept in

@@ -164,8 +164,8 @@ class Zaphod(ThinkEngine):
             return
         heads, quorum = council
         process.engine_state = {"heads": heads, "quorum": quorum, "steers": []}
-        # The session's chat process (or a council without a goal) waits for its question.
-        if process.goal and not ctx.is_chat_process:
+        # A council without a goal (a session's chat) waits for its question.
+        if process.goal:
             self._convene(process, ctx, process.goal)
 
     @override

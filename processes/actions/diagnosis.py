@@ -8,9 +8,9 @@ lists). Its turn runs on a worker, not in the failing tool's lane.
 from __future__ import annotations
 
 from processes.actions.create import create_process
+from processes.actions.sessions import system_session
 from processes.actions.steer import steer_process
 from processes.models import PendingKind
-from sessions_app.services import system_session
 from vancetope.tools.models import ToolDiagnosis
 
 AGRAJAG = "agrajag"

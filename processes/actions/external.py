@@ -14,7 +14,6 @@ from processes.actions.pending import deliver
 from processes.models import PendingKind, ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session
-from vancetope.infra import fastsql
 
 
 def unblock_external(project_id: int, key: str, event: Any) -> list[str]:
@@ -23,13 +22,12 @@ def unblock_external(project_id: int, key: str, event: Any) -> list[str]:
     same key never unblock one process twice."""
     if not key:
         return []
-    # One statement compiled once (a webhook delivery runs it each time, mostly finding none);
-    # the project is checked on the few found.
-    found = fastsql.values(
-        ThinkProcess,
-        ["id", "session"],
-        "{blocked_by_external} = %s AND {status} = %s",
-        [key, Status.BLOCKED],
+    # A webhook delivery runs this each time, mostly finding none; the project is checked on
+    # the few found.
+    found = list(
+        ThinkProcess.objects.filter(blocked_by_external=key, status=Status.BLOCKED).values_list(
+            "id", "session_id"
+        )
     )
     if not found:
         return []

@@ -1,4 +1,4 @@
-"""Lifecycle calls: start, pause, resume, suspend, stop, reset (ARCHITECTURE §4).
+"""Lifecycle calls: start, pause, resume, suspend, stop, reset.
 
 Each checks the transition table first (409, nothing changed), takes the process's lane (a
 pause, suspend or stop first asks a running turn to stop at its next boundary), calls the
@@ -9,6 +9,7 @@ transaction.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -19,24 +20,29 @@ from engines.context import Finish
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
-from processes.lane.boundary import clear_interrupt, request_interrupt
 from processes.lane.commit import commit_call, ended_status
-from processes.lane.context import build_context, engine_of
-from processes.lane.wake import wake_lane
+from processes.lane.context_builder import build_context, engine_of
+from processes.lane.dispatch import wake_lane
+from processes.lane.interrupts import clear_interrupt, request_interrupt
 from processes.models import ThinkProcess
 from processes.queries import load_process, pending_count
 from processes.recovery import expire_if_stale
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call
 from sessions_app.models import SessionStatus
-from vancetope.errors import Conflict, Unavailable
+from vancetope.errors import Conflict, TurnControl, Unavailable
 
 log = logging.getLogger(__name__)
 
 INTERRUPTING = frozenset({Call.PAUSE, Call.SUSPEND, Call.STOP})
 
 
-def start_process(process_id: int) -> ThinkProcess:
-    return lifecycle_call(process_id, Call.START)
+def start_process(
+    process_id: int, drive: Callable[[lanes.Lease], object] | None = None
+) -> ThinkProcess:
+    """`drive`: what a caller that may run the process's turns (a lane task) does with the
+    lane when the start leaves work (its deferred goal): it is handed the lease, still held,
+    instead of waking the lane, so the first turn costs no second acquisition."""
+    return lifecycle_call(process_id, Call.START, drive=drive)
 
 
 def pause_process(process_id: int) -> ThinkProcess:
@@ -83,7 +89,11 @@ def continue_process(process_id: int, run_quota: dict[str, Any]) -> ThinkProcess
 
 
 def lifecycle_call(
-    process_id: int, call: Call, *, extra: dict[str, Any] | None = None
+    process_id: int,
+    call: Call,
+    *,
+    extra: dict[str, Any] | None = None,
+    drive: Callable[[lanes.Lease], object] | None = None,
 ) -> ThinkProcess:
     process = load_process(process_id)
     check_call(call, process.status, process.close_reason, label=process.public_id)
@@ -99,7 +109,7 @@ def lifecycle_call(
         lease = lanes.acquire(process_id, wait=settings.VANCETOPE_LIFECYCLE_WAIT_SECONDS)
         if lease is None:
             raise Unavailable(f"process {process.public_id} is busy; try again")
-        with lanes.holding(lease) as keeper:
+        with lanes.holding(lease, hand_over=drive is not None) as keeper:
             # The row as the lease took it (one statement); its session as read above.
             held = lease.process or load_process(process_id)
             held.session = process.session
@@ -138,13 +148,32 @@ def lifecycle_call(
             commit_call(
                 process, lease, prepared, call, to_status, reason, own_turns=own_turns, extra=extra
             )
+    except BudgetExceeded as exc:
+        raise exc.refusal() from exc
+    except TurnControl as exc:
+        # The engine's call met a boundary (its lease lost, an interrupt): nothing was
+        # committed, and the caller is told as a busy lane is.
+        raise Unavailable(f"process {process.public_id} is busy ({exc}); try again") from exc
     finally:
         if call in INTERRUPTING:
             clear_interrupt(process_id, call)
-    report_to_parent(process, process.status, process.close_reason)
-    if call in CASCADES:
-        cascade_to_children(process_id, call)
-    if process.status in WAKE_ON_MESSAGE and (own_turns or pending_count(process_id)):
+    try:
+        report_to_parent(process, process.status, process.close_reason)
+        if call in CASCADES:
+            cascade_to_children(process_id, call)
+        work = process.status in WAKE_ON_MESSAGE and bool(own_turns or pending_count(process_id))
+    except BaseException:
+        if drive is not None and not lease.released:
+            lanes.release(lease)
+        raise
+    if drive is not None and not lease.released:
+        # The lane was kept (lanes.holding's hand_over): driven here, or let go.
+        if not work:
+            lanes.release(lease)
+            return process
+        lease.process = process
+        drive(lease)
+    elif work:
         wake_lane(process_id)
     return process
 

@@ -10,19 +10,29 @@ from processes.models import PendingKind, PendingMessage, ThinkProcess
 from processes.states import WAKE_ON_MESSAGE, Status
 from vancetope.infra import fastsql
 
+# What a message from the system or from the process itself needs of the row it queues on: a
+# process's engine_state (marvin's task tree) is not decoded for every report its children send.
+QUEUED_ON = ("id", "session_id", "status", "next_pending_seq")
 
-def take_seqs(process_id: int, count: int, *, unless_closed: bool = False) -> ThinkProcess | None:
+
+def take_seqs(
+    process_id: int,
+    count: int,
+    *,
+    unless_closed: bool = False,
+    names: tuple[str, ...] | None = None,
+) -> ThinkProcess | None:
     """Take the process's next `count` pending seqs, in one statement that also locks its row
     until the transaction ends; the process as that left it (the seqs taken end just below its
     `next_pending_seq`), or None if there is no such process (with `unless_closed`, no such
-    process that is not CLOSED)."""
+    process that is not CLOSED). `names`: only these fields are read (the others deferred)."""
     where = "{id} = %s"
     params: list[Any] = [process_id]
     if unless_closed:
         where += " AND {status} <> %s"
         params.append(Status.CLOSED)
     found = fastsql.update_returning(
-        ThinkProcess, where, params, {"next_pending_seq": fastsql.Add(count)}
+        ThinkProcess, where, params, {"next_pending_seq": fastsql.Add(count)}, names=names
     )
     return found[0] if found else None
 
@@ -53,7 +63,7 @@ def queue_own_turn(process_id: int, text: str) -> None:
 def append_own_turns(process_id: int, texts: list[str]) -> None:
     """The same, in the caller's transaction (a lifecycle call's commit: its start's deferred
     goal is stored with its new status, or not at all)."""
-    process = take_seqs(process_id, len(texts))
+    process = take_seqs(process_id, len(texts), names=QUEUED_ON)
     assert process is not None
     insert_pending(process, PendingKind.CONTROL, [{"text": text} for text in texts])
 
@@ -63,10 +73,12 @@ def deliver(process_id: int, kind: PendingKind, payload: dict[str, Any]) -> Pend
     whatever the process's status but CLOSED, waking it if it is IDLE or BLOCKED (a PAUSED or
     SUSPENDED process reads it after its resume). None, and nothing stored, if the process is
     gone or CLOSED."""
-    from processes.lane.wake import wake_lane
+    from processes.lane.dispatch import wake_lane
 
-    with transaction.atomic():
-        process = take_seqs(process_id, 1, unless_closed=True)
+    # In a caller's transaction (a lane's commit that ends a child's run) no savepoint: its
+    # failure is the caller's.
+    with transaction.atomic(savepoint=False):
+        process = take_seqs(process_id, 1, unless_closed=True, names=QUEUED_ON)
         if process is None:
             return None
         [message] = insert_pending(process, kind, [payload])

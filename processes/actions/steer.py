@@ -2,37 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
+from processes import signals
 from processes.actions import lifecycle
 from processes.actions.pending import insert_pending, take_seqs
-from processes.lane.wake import wake_lane
+from processes.lane.dispatch import wake_lane
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from processes.queries import chat_process_of, forget_chat_process, is_visible
+from processes.queries import chat_process_of, check_changeable, forget_chat_process
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status, check_call, is_allowed
 from sessions_app.models import Session, SessionStatus
 from vancetope.errors import Conflict, NotFound
 from vancetope.infra import fastsql
 from vancetope.ratelimit import MESSAGES, RateLimited, hit, refusal, take
-
-# A check of a person's message (chat or steer) to a process, inside the transaction that
-# would queue it, with the process row as it is locked there: an app whose processes may be
-# read-only for a while (spaces: a node waiting for its fork Handoff, or returned) raises a
-# Conflict saying why, and nothing is queued. A guard must cost no query for a process that is
-# none of its own.
-PersonMessageGuard = Callable[[ThinkProcess], None]
-_guards: list[PersonMessageGuard] = []
-
-
-def on_person_message(guard: PersonMessageGuard) -> None:
-    """Register `guard` (once; a second registration of the same function is ignored)."""
-    if guard not in _guards:
-        _guards.append(guard)
 
 
 @dataclass(frozen=True)
@@ -70,8 +56,8 @@ def steer_many(
         [process.session] = fastsql.update_returning(
             Session, "{id} = %s", [process.session_id], {"last_activity_at": timezone.now()}
         )
-        if user is not None and not is_visible(process, user):
-            raise NotFound(f"process tp_{process_id} not found")
+        if user is not None:
+            check_changeable(process, user)
         session = process.session
         if chat_session is not None:
             if process.session_id != chat_session or session.chat_process_id != process_id:
@@ -86,8 +72,8 @@ def steer_many(
         check_call(Call.STEER, process.status, process.close_reason, label=process.public_id)
         lifecycle.check_session_allows(process, Call.STEER)
         if kind in (PendingKind.USER, PendingKind.STEER):
-            for guard in _guards:
-                guard(process)
+            # A receiver refuses with a Conflict, which rolls back the seqs taken above.
+            signals.person_message.send(ThinkProcess, process=process)
         messages = insert_pending(process, kind, [{"text": text} for text in texts])
         if process.status in WAKE_ON_MESSAGE:
             wake_lane(process_id)

@@ -1,13 +1,14 @@
-"""Undo for human clients (PROTOCOL.md `process-undo`): take back a turn and what it caused.
+"""Undo for human clients (docs/protocol.md `process-undo`): take back a turn and what it caused.
 
 An undo takes back the newest turn on a person's message that is not undone yet, and
 everything the process did since that turn began: its conversation messages are marked undone
 (kept, shown greyed in the admin, never sent to the LLM or shown to clients again, their events
 left out of replays), its engine state and params go back to the turn's snapshot
-(processes/lane/snapshots.py), the children it spawned are stopped (with theirs), and what other
-apps registered with `on_turn_undone` takes back the rest (the inbox dismisses the items it
-posted that are still OPEN). The person's message is handed back, to be edited and sent again.
-Nothing outside the Brain is undone: a client tool's call is listed in `notUndone`.
+(processes/lane/snapshots.py), the children it spawned are stopped (with theirs), and the apps
+that receive the `turn_undone` signal (processes/signals.py) take back the rest (the inbox
+dismisses the items it posted that are still OPEN). The person's message is handed back, to be
+edited and sent again. Nothing outside the Brain is undone: a client tool's call is listed in
+`notUndone`.
 
 The undo holds the process's lane while it works, so no turn runs meanwhile, and the reports
 of the children it stops never wake the process.
@@ -15,26 +16,25 @@ of the children it stops never wake the process.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
 
-from processes import transitions
+from processes import signals, transitions
 from processes.actions import lifecycle
 from processes.lane import lease as lanes
 from processes.lane import snapshots
-from processes.lane.wake import wake_lane
+from processes.lane.dispatch import wake_lane
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
-from processes.queries import has_work, is_visible, load_process
+from processes.queries import check_changeable, has_work, load_process
 from processes.states import Call, Status, check_call
+from protocol.outbound import TaskTreeEvent, event
 from sessions_app.events import emit_event
 from sessions_app.models import HUMAN_CLIENT_TYPES, SessionEvent
-from sessions_app.protocol.outbound import TaskTreeEvent, event
-from vancetope.errors import Conflict, NotFound
+from vancetope.errors import Conflict
 from vancetope.infra import fastsql
 
 # The events of a turn that make up a client's transcript: left out of replays once undone.
@@ -50,18 +50,6 @@ class TakenBack:
     not_undone: list[dict[str, str]] = field(default_factory=list)
 
 
-# Called inside the undo's transaction with (process, when the undone turn began, who undoes).
-UndoListener = Callable[[ThinkProcess, datetime, Any], TakenBack]
-_listeners: list[UndoListener] = []
-
-
-def on_turn_undone(listener: UndoListener) -> None:
-    """Register `listener` (once), from an app's AppConfig.ready: processes/ imports no app
-    that keeps what a turn did in its own tables (the inbox)."""
-    if listener not in _listeners:
-        _listeners.append(listener)
-
-
 @dataclass
 class Undone:
     process: ThinkProcess
@@ -73,7 +61,7 @@ class Undone:
     not_undone: list[dict[str, str]]
 
     def data(self) -> dict[str, Any]:
-        """`undone` of the `process-undone` reply (PROTOCOL.md)."""
+        """`undone` of the `process-undone` reply (docs/protocol.md)."""
         return {
             "seq": self.seq,
             "text": self.text,
@@ -97,8 +85,8 @@ def check_human(process: ThinkProcess, call: str = "undo") -> None:
 def visible_process(process_id: int, user: Any) -> ThinkProcess:
     """The process (with its session) if `user` may see it (None: any, for the admin)."""
     process = load_process(process_id)
-    if user is not None and not is_visible(process, user):
-        raise NotFound(f"process tp_{process_id} not found")
+    if user is not None:
+        check_changeable(process, user)
     return process
 
 
@@ -187,8 +175,10 @@ def _take_back(
         ]
         events.update(undone=True)
         dismissed: list[str] = []
-        for listener in _listeners:
-            taken = listener(process, since, by)
+        for _receiver, returned in signals.turn_undone.send(
+            ThinkProcess, process=process, since=since, by=by
+        ):
+            taken = cast(TakenBack, returned)
             dismissed.extend(taken.dismissed)
             not_undone.extend(taken.not_undone)
         who = getattr(by, "username", "") or "the admin"

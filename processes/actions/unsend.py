@@ -1,4 +1,4 @@
-"""Unsend (PROTOCOL.md `process-unsend`): a person withdraws a message no turn has read yet.
+"""Unsend (docs/protocol.md `process-unsend`): a person withdraws a message no turn has read yet.
 
 The message is consumed unread, in one transaction with the process's count of consumed
 messages, and marked undone: no lane answers it, also after a restart (recovery and the lanes
@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from processes.actions.undo import check_human, visible_process
 from processes.models import PendingKind, PendingMessage, ThinkProcess
 from vancetope.errors import Conflict, NotFound
-from vancetope.infra import fastsql
 
 # What a person sends: a chat message or a steer.
 UNSENDABLE = frozenset({PendingKind.USER, PendingKind.STEER})
@@ -31,9 +31,8 @@ def unsend_message(process_id: int, seq: int, *, user: Any = None) -> PendingMes
         # Lock the process row first (as a lane's commit does), so a lane that takes the lease
         # or looks for its next message meanwhile sees this one either still pending, with
         # its lease live (then 409 below), or already withdrawn.
-        [row] = fastsql.update_returning(
-            ThinkProcess, "{id} = %s", [process_id], {"consumed_count": fastsql.Add(0)}
-        )
+        ThinkProcess.objects.filter(pk=process_id).update(consumed_count=F("consumed_count"))
+        row = ThinkProcess.objects.get(pk=process_id)
         message = PendingMessage.objects.filter(process_id=process_id, seq=seq).first()
         if message is None:
             raise NotFound(f"message #{seq} of {process.public_id} not found")
@@ -56,7 +55,7 @@ def unsend_message(process_id: int, seq: int, *, user: Any = None) -> PendingMes
         PendingMessage.objects.filter(pk=message.pk).update(
             consumed=True, consumed_at=now, undone_at=now, undone_by=by
         )
-        fastsql.update(ThinkProcess, "{id} = %s", [process_id], {"consumed_count": fastsql.Add(1)})
+        ThinkProcess.objects.filter(pk=process_id).update(consumed_count=F("consumed_count") + 1)
     message.consumed, message.consumed_at, message.undone_at = True, now, now
     return message
 

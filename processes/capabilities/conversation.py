@@ -21,6 +21,8 @@ class ConversationBuffer:
         self.new_messages: list[LlmMessage] = []
 
     def history(self) -> list[LlmMessage]:
+        if self._history is None and self._process.conversation_length == 0:
+            self._history = ()  # a new process (a spawned worker) has nothing stored to read
         if self._history is None:
             process = self._process
             self._history = conversation_cache.get(

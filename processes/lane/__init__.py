@@ -1,1 +1,1 @@
-"""The lane: every lifecycle call and every turn of one process runs serially (ARCHITECTURE §4)."""
+"""The lane: every lifecycle call and every turn of one process runs serially."""

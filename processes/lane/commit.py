@@ -12,18 +12,42 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from engines.context import TurnUsage
 from processes import transitions
 from processes.actions.pending import append_own_turns
+from processes.actions.reports import deliver_with_commit
 from processes.lane import lease as lanes
 from processes.lane import quota as quotas
-from processes.lane import snapshots, wakes
-from processes.lane.context import Prepared
-from processes.lane.wake import start_later
+from processes.lane import snapshots, wake_listeners
+from processes.lane.context_builder import Prepared
+from processes.lane.dispatch import start_later
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
-from processes.queries import next_pending
+from processes.queries import next_pendings
 from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
-from sessions_app.protocol.outbound import Event
+from protocol.outbound import Event
 from vancetope.infra import fastsql
+
+
+def estimated(usage: TurnUsage) -> dict[str, Any]:
+    """The column that marks a process's tokens as partly estimated: set by a call whose
+    server reported no usage, never cleared (a later exact count does not make the sum exact);
+    left out of the statement otherwise."""
+    return {"usage_estimated": True} if usage.estimated else {}
+
+
+def spent(process: ThinkProcess, usage: TurnUsage) -> dict[str, Any]:
+    """The row changes that count what a turn spent, for a turn that is not committed (a
+    budget ended it): its tokens and calls are the tree's all the same."""
+    process.prompt_tokens += usage.prompt_tokens
+    process.completion_tokens += usage.completion_tokens
+    process.llm_calls += usage.llm_calls
+    process.usage_estimated = process.usage_estimated or usage.estimated
+    return {
+        "prompt_tokens": fastsql.Add(usage.prompt_tokens),
+        "completion_tokens": fastsql.Add(usage.completion_tokens),
+        "llm_calls": fastsql.Add(usage.llm_calls),
+        **estimated(usage),
+    }
 
 
 def append_conversation(process: ThinkProcess, prepared: Prepared) -> int:
@@ -37,7 +61,9 @@ def start_spawned(prepared: Prepared) -> None:
     recovery starts them if the Brain stops first), each in its own lane once it commits."""
     spawned = prepared.children.spawned
     if spawned:
-        ThinkProcess.objects.filter(pk__in=spawned, status=Status.INIT).update(autostart=True)
+        ThinkProcess.objects.filter(pk__in=spawned, status=Status.INIT).update(
+            autostart=True, uncommitted_spawn=False
+        )
         start_later(spawned)
 
 
@@ -53,18 +79,21 @@ def commit_turn(
     process: ThinkProcess,
     lease: lanes.Lease,
     prepared: Prepared,
-    message: PendingMessage,
-    wake: wakes.Wake | None = None,
+    messages: list[PendingMessage],
+    wake: wake_listeners.Wake | None = None,
     snapshot: dict[str, Any] | None = None,
-) -> PendingMessage | None:
+    upcoming_limit: int = 1,
+) -> list[PendingMessage]:
     """Store the turn's messages, usage, engine state (and params, if the engine changed
-    them) and events, and consume the pending message, in one transaction that holds only if
-    our lease does. A person's message keeps, in the statement that consumes it, the
-    `snapshot` an undo of its turn needs (processes/lane/snapshots.py).
+    them) and events, and consume the pending messages it steered (one, or several parent
+    reports), in one transaction that holds only if our lease does. A person's message keeps,
+    in the statement that consumes it, the `snapshot` an undo of its turn needs
+    (processes/lane/snapshots.py).
 
-    Returns the next message to run. When there is none (or an interrupt is waiting, or the
-    engine ended the process), the same transaction ends the run: the process leaves RUNNING
-    and the lane is let go. The wake's listeners hear of the commit in it (`wake`)."""
+    Returns the next messages to run (up to `upcoming_limit`, in order). When there is none
+    (or an interrupt is waiting, or the engine ended the process), the same transaction ends
+    the run: the process leaves RUNNING and the lane is let go. The wake's listeners hear of
+    the commit in it (`wake`)."""
     ctx, events = prepared.ctx, prepared.events
     now = timezone.now()
     # A turn that commits clears the error of earlier failed attempts, or names its own.
@@ -84,10 +113,11 @@ def commit_turn(
                 "engine_state": process.engine_state,
                 **prepared.engine_params_changes(),
                 "conversation_length": fastsql.Add(added),
-                "consumed_count": fastsql.Add(1),
+                "consumed_count": fastsql.Add(len(messages)),
                 "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
                 "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
                 "llm_calls": fastsql.Add(ctx.usage.llm_calls),
+                **estimated(ctx.usage),
                 "last_error": error,
                 # Set when the turn blocks on an external key; any other turn clears it.
                 "blocked_by_external": ctx.external_key,
@@ -104,19 +134,26 @@ def commit_turn(
         }
         if snapshot is not None:
             consuming["undo_snapshot"] = snapshot
+        ids = [message.pk for message in messages]
         consumed = fastsql.update(
-            PendingMessage, "{id} = %s AND {consumed} = %s", [message.pk, False], consuming
+            PendingMessage,
+            f"{{id}} IN ({', '.join(['%s'] * len(ids))}) AND {{consumed}} = %s",
+            [*ids, False],
+            consuming,
         )
-        if consumed != 1:
-            raise lanes.LeaseLost(f"message #{message.seq} of {process.public_id} already consumed")
-        if snapshot is not None and snapshots.prune_due(process.consumed_count + 1):
+        if consumed != len(ids):
+            seqs = ", ".join(f"#{message.seq}" for message in messages)
+            raise lanes.LeaseLost(f"message {seqs} of {process.public_id} already consumed")
+        if snapshot is not None and snapshots.prune_due(process.consumed_count + len(ids)):
             snapshots.prune(process.pk)
         start_spawned(prepared)
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
         stop = ctx.outcome is not None or (quota is not None and bool(quota["ended"]))
-        upcoming = None if stop else next_pending(process.pk, unless_interrupted=True)
-        if upcoming is None:
+        upcoming = (
+            [] if stop else next_pendings(process.pk, upcoming_limit, unless_interrupted=True)
+        )
+        if not upcoming:
             process.last_error = error
             outcome, reason = ended_status(prepared, Status.IDLE)
             assert outcome in TURN_OUTCOMES
@@ -124,19 +161,25 @@ def commit_turn(
                 quota = end_quota(process, lease, prepared, quota, outcome, reason)
             else:
                 end_run(process, lease, outcome, reason, prepared)
+            # A child's end and its report to its parent are one commit.
+            lease.reported = deliver_with_commit(process)
         if wake is not None:
-            status = Status.RUNNING if upcoming is not None else process.status
-            for heard in wakes.committed(wake, status, process.close_reason, ctx.usage):
+            status = Status.RUNNING if upcoming else process.status
+            heard_now = wake_listeners.committed(
+                wake, status, process.close_reason, ctx.usage, len(ids)
+            )
+            for heard in heard_now:
                 events.emit_after_commit(heard)
         events.flush()
     if quota is not None:
         process.run_quota = quota
     process.conversation_length += added
-    process.consumed_count += 1
+    process.consumed_count += len(ids)
     prepared.conversation.remember_committed()
     process.prompt_tokens += ctx.usage.prompt_tokens
     process.completion_tokens += ctx.usage.completion_tokens
     process.llm_calls += ctx.usage.llm_calls
+    process.usage_estimated = process.usage_estimated or ctx.usage.estimated
     process.last_error = error
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
@@ -255,6 +298,7 @@ def commit_call(
             "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
             "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
             "llm_calls": fastsql.Add(ctx.usage.llm_calls),
+            **estimated(ctx.usage),
         }
         if reset:
             changes["conversation_length"] = 0
@@ -275,6 +319,9 @@ def commit_call(
         start_spawned(prepared)
         prepared.events.emit_after_commit(event)
         prepared.events.flush()
-    process.refresh_from_db()
+    # The row as the commit left it (its counters moved in SQL), read by one prepared statement.
+    [stored] = fastsql.select(ThinkProcess, "{id} = %s", [process.pk])
+    for field in ThinkProcess._meta.concrete_fields:
+        setattr(process, field.attname, getattr(stored, field.attname))
     if added:
         prepared.conversation.remember_committed()

@@ -6,8 +6,10 @@ and on Celery workers alike.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -20,25 +22,29 @@ from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
 from processes.budgets import BudgetExceeded
 from processes.lane import lease as lanes
-from processes.lane import snapshots, wakes
-from processes.lane.boundary import TurnInterrupted, interrupt_is_fresh
-from processes.lane.commit import commit_turn, lease_transition
-from processes.lane.context import Prepared, build_context, engine_of
+from processes.lane import observe, snapshots, wake_listeners
+from processes.lane import quota as quotas
+from processes.lane.commit import commit_turn, lease_transition, spent
+from processes.lane.context_builder import Prepared, build_context, engine_of
+from processes.lane.interrupts import TurnInterrupted, interrupt_is_fresh
 from processes.lane.worker import is_stopping
-from processes.models import PendingMessage, ThinkProcess
-from processes.queries import has_work, load_process, next_pending
-from processes.recovery import expire_if_stale
+from processes.models import PendingKind, PendingMessage, ThinkProcess
+from processes.queries import has_work, load_process, next_pendings
+from processes.recovery import expire_if_stale, remove_abandoned_spawns
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
+from protocol.outbound import Event, NotificationEvent, event
 from sessions_app.events import emit_events
-from sessions_app.protocol.outbound import Event, NotificationEvent, event
 from vancetope.llm.base import LlmError
 from vancetope.llm.factory import LlmConfigError
+from vancetope.observability import logs
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired
 
 log = logging.getLogger(__name__)
 
 # Attempts of one pending message before the process is closed FAILED.
 MAX_TURN_ATTEMPTS = 3
+# Parent reports one turn of an engine that coalesces them steers at most.
+COALESCED_REPORTS = 16
 # The pending message's payload key for what its failed attempts already sent.
 ANNOUNCED = "announced"
 
@@ -59,17 +65,18 @@ def prepare(
     )
 
 
-def drive_lane(process_id: int) -> int:
+def drive_lane(process_id: int, held: lanes.Lease | None = None) -> int:
     """Drain the process's pending messages in sequence order. Returns the number of turns
     run. If another worker holds the lane this returns at once: the holder looks for new
-    messages before it lets go."""
+    messages before it lets go. `held`: the lane, already taken by the caller (a child's
+    start, which drives its first turn right away), with the process as it left it."""
     turns = 0
     while not is_stopping():
-        lease = lanes.try_acquire(process_id)
+        lease, held = held or lanes.try_acquire(process_id), None
         if lease is None:
             return turns
         try:
-            with lanes.holding(lease) as keeper:
+            with lanes.holding(lease) as keeper, logs.bound(observe.facts_of(lease)):
                 turns += _drain(process_id, keeper)
         except lanes.LeaseLost:
             log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
@@ -78,6 +85,8 @@ def drive_lane(process_id: int) -> int:
         # sent after that commit woke the lane itself.
         if lease.released or not has_work(process_id):
             return turns
+    if held is not None:
+        lanes.release(held)  # stopping: the lane handed over is let go unused
     return turns
 
 
@@ -92,66 +101,131 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
         return 0
     if expire_if_stale(process, lease):
         return 0
-    message = next_pending(process_id)
-    if message is None:
-        return 0
     engine = engine_of(process)
+    # An engine that takes several reports in one turn reads them with each commit's read.
+    limit = COALESCED_REPORTS if engine.coalesce_reports else 1
+    messages = next_pendings(process_id, limit)
+    if not messages:
+        return 0
     run = Run(process, lease)
     turns = 0
     failures = 0
-    while message is not None:
-        prepared = prepare(engine, process, keeper, run)
-        prepared.events.skip_repeats(announced_for(message))
-        if not failures:  # a retry keeps the state as it was before the first attempt
-            snapshot = snapshots.before_turn(process, message, prepared.params_found)
-        try:
-            engine.steer(process, prepared.ctx, typed(message))
-        except TurnInterrupted:
-            break
-        except lanes.LeaseLost:
-            raise
-        except ClientToolRequired as needed:
-            # Not retried: the task waits, its message pending, until a client is bound.
-            process.last_error = needed.reason
+    facts = logs.facts()
+    while messages:
+        message = messages[0]
+        waiting = quotas.set_aside_before(process, message)
+        if waiting is not None:
+            # A continuation set this task aside and nothing else is left: it waits as a task
+            # that stopped at its client tool would (not run again for the same answer).
+            process.last_error = waiting
             _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
             return turns
-        except AwaitingExternal as wait:
-            # await_external: the turn so far is committed, and the process waits BLOCKED.
-            prepared.ctx.block_on_external(wait.key, str(wait))
-        except BudgetExceeded as exc:
-            # Not retried: the budget stays used up.
-            log.warning("lane %s: %s", process.public_id, exc.message)
-            process.last_error = exc.message
-            _fail(process, lease, run)
-            return turns
-        except Exception as exc:
-            failures += 1
-            log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
-            remember_announced(message, prepared.events.announced)
-            process.last_error = f"{type(exc).__name__}: {exc}"
-            refused = isinstance(exc, LlmError) and _refused_for_good(exc)
-            if refused or failures >= MAX_TURN_ATTEMPTS:
-                if isinstance(exc, LlmError):
-                    _wait_for_provider(process, lease, run, refused)
-                else:
-                    _fail(process, lease, run)
+        with observe.TurnWatch(process, message, facts) as watch:
+            if not turns and not failures:
+                watch.woken()
+            prepared = prepare(engine, process, keeper, run)
+            prepared.events.skip_repeats(announced_for(message))
+            if not failures:  # a retry keeps the state as it was before the first attempt
+                snapshot = snapshots.before_turn(process, message, prepared.params_found)
+            steered: list[PendingMessage] = []
+            try:
+                _steer(engine, process, prepared, messages, steered)
+            except TurnInterrupted:
+                watch.outcome = "interrupted"
+                _forget_spawned(prepared)
+                break
+            except lanes.LeaseLost:
+                watch.outcome = "lease_lost"
+                raise
+            except ClientToolRequired as needed:
+                # Not retried: the task waits, its message pending, until a client is bound.
+                watch.outcome = "blocked"
+                _forget_spawned(prepared)
+                if quotas.goes_past_client_tool(process, message):
+                    # A continuation told not to stop here goes on with the other tasks.
+                    quotas.set_aside(process, lease, message, needed.reason)
+                    messages = next_pendings(process_id, limit)
+                    continue
+                process.last_error = needed.reason
+                _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
                 return turns
-            if isinstance(exc, LlmError):
-                _back_off(failures)
-            continue
-        failures = 0
-        turns += 1
-        message = commit_turn(process, lease, prepared, message, run.wake, snapshot)
+            except AwaitingExternal as wait:
+                # await_external: the turn so far is committed, and the process waits BLOCKED.
+                prepared.ctx.block_on_external(wait.key, str(wait))
+            except BudgetExceeded as exc:
+                # Not retried: the budget stays used up. What the turn's earlier calls spent is
+                # counted although the turn is not committed: the tokens were spent all the same.
+                watch.failed("budget", exc)
+                log.warning("lane %s: %s", process.public_id, exc.message)
+                process.last_error = exc.message
+                _fail(process, lease, run, spent(process, prepared.ctx.usage))
+                return turns
+            except Exception as exc:
+                watch.failed("failed", exc)
+                _forget_spawned(prepared)
+                failures += 1
+                log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
+                remember_announced(message, prepared.events.announced)
+                process.last_error = f"{type(exc).__name__}: {exc}"
+                refused = isinstance(exc, LlmError) and _refused_for_good(exc)
+                if refused or failures >= MAX_TURN_ATTEMPTS:
+                    if isinstance(exc, LlmError):
+                        _wait_for_provider(process, lease, run, refused)
+                    else:
+                        _fail(process, lease, run)
+                    return turns
+                if isinstance(exc, LlmError):
+                    _back_off(failures)
+                continue
+            failures = 0
+            turns += 1
+            messages = commit_turn(process, lease, prepared, steered, run.wake, snapshot, limit)
     if process.status == Status.RUNNING:
         # Interrupted between deltas: the message stays pending, the caller gets the lane.
         with transaction.atomic():
             events = [lease_transition(process, lease, Call.TURN_END, Status.IDLE)]
             if run.wake is not None:
-                events += wakes.committed(run.wake, Status.IDLE, "")
+                events += wake_listeners.committed(run.wake, Status.IDLE, "")
             emit_events(process.session_id, events)
     elif run.started:
-        report_to_parent(process, process.status, process.close_reason)
+        report_to_parent(process, process.status, process.close_reason, delivered=lease.reported)
     return turns
+
+
+def _steer(
+    engine: ThinkEngine,
+    process: ThinkProcess,
+    prepared: Prepared,
+    messages: list[PendingMessage],
+    steered: list[PendingMessage],
+) -> None:
+    """One turn: `steer` on the first message; an engine that coalesces reports also steers
+    the parent reports that follow a report, while it has not decided the process's fate.
+    What it steered is in `steered` (the message that raised too). If a later report fails,
+    the process's state is put back as the turn found it, for the retry."""
+    state, params = process.engine_state, prepared.params_found
+    for message in messages:
+        if steered and (
+            message.kind != PendingKind.PARENT_REPORT
+            or steered[-1].kind != PendingKind.PARENT_REPORT
+            or prepared.ctx.outcome is not None
+        ):
+            return
+        steered.append(message)
+        try:
+            engine.steer(process, prepared.ctx, typed(message))
+        except BaseException:  # a failure or a TurnControl: the retry starts from here
+            if len(steered) > 1:
+                process.engine_state, process.engine_params = state, copy.deepcopy(params)
+            raise
+
+
+def _forget_spawned(prepared: Prepared) -> None:
+    """The children an attempt spawned that will not commit: gone before the next attempt
+    (or the resumed turn) spawns its own."""
+    if prepared.children.spawned:
+        remove_abandoned_spawns(timezone.now(), prepared.children.spawned)
+        prepared.children.spawned.clear()
 
 
 def announced_for(message: PendingMessage) -> list[Event]:
@@ -168,10 +242,13 @@ def remember_announced(message: PendingMessage, announced: list[Event]) -> None:
     PendingMessage.objects.filter(pk=message.pk).update(payload=message.payload)
 
 
-def _fail(process: ThinkProcess, lease: lanes.Lease, run: Run) -> None:
+def _fail(
+    process: ThinkProcess, lease: lanes.Lease, run: Run, changes: dict[str, Any] | None = None
+) -> None:
     """The same message failed MAX_TURN_ATTEMPTS times (or a budget broke): CLOSED/FAILED, the
     parent hears, and the process's open children are stopped (nobody reads their reports)."""
-    _leave_run(process, lease, run, _failure_notice(process), Status.CLOSED, CloseReason.FAILED)
+    notice = _failure_notice(process)
+    _leave_run(process, lease, run, notice, Status.CLOSED, CloseReason.FAILED, changes)
     lifecycle.cascade_to_children(process.pk, Call.STOP)
 
 
@@ -226,15 +303,17 @@ def _leave_run(
     notice: Event,
     to_status: Status,
     reason: str = "",
+    changes: dict[str, Any] | None = None,
 ) -> None:
     """End a run whose turn could not be committed, in one transaction (RUNNING first if the
     run had not stored anything yet, the notice, the new status), then tell the parent."""
     with transaction.atomic():
         events = run.start()
         events.append(notice)
-        events.append(lease_transition(process, lease, Call.TURN_END, to_status, reason))
+        ended = lease_transition(process, lease, Call.TURN_END, to_status, reason, changes=changes)
+        events.append(ended)
         if run.wake is not None:
-            events += wakes.committed(run.wake, to_status, reason)
+            events += wake_listeners.committed(run.wake, to_status, reason)
         emit_events(process.session_id, events)
     report_to_parent(process, to_status, reason)
 
@@ -258,8 +337,8 @@ class Run:
         self.process = process
         self.lease = lease
         self.started = False
-        # What the wake listeners hear of this run (set when it moves to RUNNING).
-        self.wake: wakes.Wake | None = None
+        # What the wake_committed receivers hear of this run (set when it moves to RUNNING).
+        self.wake: wake_listeners.Wake | None = None
 
     def start(self) -> list[Event]:
         """Inside a transaction: move to RUNNING unless done; returns the status event to
@@ -270,5 +349,5 @@ class Run:
         started_at = timezone.now()
         event = lease_transition(self.process, self.lease, Call.TURN, Status.RUNNING)
         self.started = True
-        self.wake = wakes.Wake(self.process, started_at)
+        self.wake = wake_listeners.Wake(self.process, started_at)
         return [event]

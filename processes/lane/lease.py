@@ -27,16 +27,30 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from processes.models import ThinkProcess
+from sessions_app.models import Session, SessionStatus
 from vancetope.config.cascade import revision_sql
 from vancetope.errors import TurnControl
 from vancetope.infra import fastsql
+from vancetope.tenancy.models import Project
+from vancetope.tools.health import health_revision_sql
 
 HOSTNAME = socket.gethostname()
+# A session's client is bound while the session is OPEN (a constant in the lease's statement).
+OPEN = SessionStatus.OPEN.value
 log = logging.getLogger(__name__)
 
 
 class LeaseLost(TurnControl):
     """The lease expired or was taken over; the holder must stop without writing."""
+
+
+@dataclass(frozen=True)
+class SessionClient:
+    """Where the process's session's client is, as the lease found it: whether one is bound
+    (the session OPEN and not a system one) and the tools it registered (the JSON as stored)."""
+
+    bound: bool
+    tools: Any
 
 
 @dataclass
@@ -47,11 +61,22 @@ class Lease:
     expires_at: datetime
     # Set once the lane is let go (by release, or by the commit that ended the run).
     released: bool = False
+    # Set when the commit that ended the run stored the process's report to its parent.
+    reported: bool = False
     # The process row as the acquisition left it (read in the same statement).
     process: ThinkProcess | None = None
     # The settings revision when the lane was taken (read in the same statement): the
     # lane's calls use the settings of this revision (vancetope/config/cascade.py).
     settings_revision: int = 0
+    # The slug of the process's project (read in the same statement): the label of its LLM
+    # metrics and an attribute of its spans.
+    project_slug: str = ""
+    # The tool health revision when the lane was taken (read in the same statement): the
+    # lane's tool pools mark the tools that were down at this revision (tools/health.py).
+    tool_health_revision: int = 0
+    # The session's client when the lane was taken (read in the same statement): the tools
+    # need not read the session row (None: the session was not found).
+    session_client: SessionClient | None = None
 
     def fenced(self) -> QuerySet[ThinkProcess]:
         """The process row, only while this lease still holds it."""
@@ -110,15 +135,47 @@ def try_acquire(process_id: int, owner: str | None = None) -> Lease | None:
         "{id} = %s AND ({lease_owner} = '' OR {lease_expires_at} < %s)",
         [process_id, connection.ops.adapt_datetimefield_value(now)],
         {"lease_owner": owner, "lease_expires_at": expires, "lease_fence": fastsql.Add(1)},
-        also=[("settings_revision", revision_sql())],
+        also=[
+            ("settings_revision", revision_sql()),
+            ("project_slug", project_slug_sql()),
+            ("tool_health_revision", health_revision_sql()),
+            ("session_bound", session_sql(f"{{status}} = '{OPEN}' AND NOT {{system}}")),
+            ("session_client_tools", session_sql("{client_tools}")),
+        ],
     )
     if not taken:
         return None
     row = taken[0]
-    revision = int(getattr(row, "settings_revision", None) or 0)
+    found = row.__dict__
+    bound = found.pop("session_bound", None)
+    tools = found.pop("session_client_tools", None)
     return Lease(
-        process_id, owner, row.lease_fence, expires, process=row, settings_revision=revision
+        process_id,
+        owner,
+        row.lease_fence,
+        expires,
+        process=row,
+        settings_revision=int(found.pop("settings_revision", None) or 0),
+        project_slug=str(found.pop("project_slug", None) or ""),
+        tool_health_revision=int(found.pop("tool_health_revision", None) or 0),
+        session_client=None if bound is None else SessionClient(bool(bound), tools),
     )
+
+
+def session_sql(expression: str) -> str:
+    """`expression` over the process's session row, as a scalar subquery beside the lease's
+    statement on the process row (`{field}` names a Session column)."""
+    session = f"{fastsql.table(ThinkProcess)}.{fastsql.col(ThinkProcess, 'session')}"
+    return fastsql.sql(Session, f"(SELECT {expression} FROM {{table}} WHERE {{id}} = {session})")
+
+
+def project_slug_sql() -> str:
+    """The slug of the process's project, as a scalar subquery beside the lease's statement
+    on the process row."""
+    slug = fastsql.sql(Project, "(SELECT {slug} FROM {table} WHERE {id} = ")
+    project = fastsql.sql(Session, "(SELECT {project_id} FROM {table} WHERE {id} = ")
+    session = f"{fastsql.table(ThinkProcess)}.{fastsql.col(ThinkProcess, 'session')}"
+    return f"{slug}{project}{session}))"
 
 
 def acquire(process_id: int, wait: float, owner: str | None = None) -> Lease | None:
@@ -255,12 +312,15 @@ def _heartbeats() -> _Heartbeats:
 
 
 @contextmanager
-def holding(lease: Lease) -> Iterator[LeaseKeeper]:
+def holding(lease: Lease, *, hand_over: bool = False) -> Iterator[LeaseKeeper]:
     """Keep the lease alive while the block runs, then let the lane go (unless the block's
-    last commit already did)."""
+    last commit already did). With `hand_over`, a block that ends without an exception keeps
+    the lane for the caller, who drives it next or lets it go."""
+    handed = False
     try:
         with LeaseKeeper(lease) as keeper:
             yield keeper
+        handed = hand_over
     finally:
-        if not lease.released:
+        if not lease.released and not handed:
             release(lease)

@@ -27,7 +27,9 @@ def start_process_task(process_id: int) -> str:
     from processes.actions import lifecycle
 
     try:
-        return str(lifecycle.start_process(process_id).status)
+        # Its first turn (the deferred goal) runs here, in the lane the start took.
+        started = lifecycle.start_process(process_id, lambda lease: drive_lane(process_id, lease))
+        return str(started.status)
     except Conflict as refused:
         return f"not started: {refused.message}"
 

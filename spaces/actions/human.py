@@ -16,7 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from processes.actions.pending import deliver
-from processes.models import ConversationMessage, PendingKind, ThinkProcess
+from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.states import Status
 from spaces import rules
 from spaces.actions.agent import NewChild, add_children
@@ -37,6 +37,13 @@ RETURN_ORDER = (
     "[control: return]\nThe person asks this branch to return. Call thinking_return once with "
     "the final Markdown Handoff for the parent branch (the conclusion, its grounds, what stays "
     "open). The branch is sealed after it."
+)
+
+
+SUGGEST_ORDER = (
+    "[control: suggest]\nThe person asks for the first branches of this thinking space. Call "
+    "thinking_suggest once with 2 to 4 children, each a short title and a Markdown Handoff "
+    "that tells that branch what to explore and what it needs from this conversation."
 )
 
 
@@ -70,6 +77,44 @@ def split(node: ThinkingNode, title: str, *, revision: int | None = None) -> Sna
     if not empty:
         _order(after.node(node.pk), fork_order(child))
     return after
+
+
+def first_prompt(user: Any, node: ThinkingNode, text: str) -> Snapshot:
+    """A person's first message to a blank branch, before they open it: admitted to the
+    node's own session as its chat message (what the branch's agent then answers). Refused
+    (409, nothing queued) for a branch that has begun its conversation (open it instead), one
+    that waits for its fork Handoff, and one that returns or returned."""
+    from processes.actions.steer import send_chat
+
+    snapshot = load(node.space_id)
+    current = snapshot.node(node.pk)
+    if current.state in (NodeState.RETURNING, NodeState.RETURNED, NodeState.FORK_PENDING):
+        raise Conflict(f"{current.public_id} is {current.state}: it takes no first prompt")
+    begun = PendingMessage.objects.filter(
+        process_id=current.chat_process_id, undone_at__isnull=True
+    ).exclude(kind=PendingKind.CONTROL)
+    if has_conversation(current) or begun.exists():
+        raise Conflict(f"{current.public_id} has begun its conversation: open it to go on")
+    send_chat(current.session_id, text, user=user)
+    return snapshot
+
+
+def suggest(user: Any, session_id: int) -> Snapshot:
+    """A person's `space-suggest`: the session's conversation becomes a space's root (if it is
+    not one yet), and its agent gets a `[control: suggest]` turn. Refused (409) once the root
+    has children: suggestions are the first branches only."""
+    from sessions_app.models import Session
+    from spaces.actions.agent import start_space
+
+    session = Session.objects.filter(pk=session_id, owner_id=user.pk).first()
+    if session is None or session.chat_process_id is None:
+        raise Conflict("this session has no chat process to start a thinking space with")
+    snapshot = start_space(session.chat_process_id)
+    root = snapshot.root
+    if snapshot.children(root):
+        raise Conflict(f"{root.public_id} already has children: suggestions are the first ones")
+    _order(root, SUGGEST_ORDER)
+    return snapshot
 
 
 def retry_fork(child: ThinkingNode) -> Snapshot:

@@ -1,15 +1,20 @@
 """Making the session of a new node: its own Session and chat process, opened through the
-session service every client uses, in the project, with the fingerprint and chat recipe of the
-node it branches from. Nothing of that node's conversation is copied."""
+session service every client uses, in the project. It joins the standing composition of the node
+it branches from: that session's client type, fingerprint, chat recipe, session-scope settings
+(e.g. `llm.model`) and registered client tools. Nothing of that node's conversation is
+copied."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from processes.actions.sessions import close_session, create_session
 from processes.models import ThinkProcess
 from sessions_app.models import Session
-from sessions_app.services import FingerprintData, close_session, create_session
+from sessions_app.services import FingerprintData
 from spaces.models import ThinkingNode, ThinkingSpace
+from vancetope.config.models import Scope
+from vancetope.config.services import copy_scope
 
 # The key in a node's chat process's engine_params that names its node: the lane wires the
 # node's prompt context and the end of its turns by it, at no cost for any other process.
@@ -23,7 +28,7 @@ def open_node_session(space: ThinkingSpace, like: ThinkingNode) -> Session:
         .values_list("recipe_name", flat=True)
         .first()
     )
-    return create_session(
+    session = create_session(
         space.owner,
         client_type=template.client_type,
         project_id=space.project.public_id,
@@ -34,7 +39,11 @@ def open_node_session(space: ThinkingSpace, like: ThinkingNode) -> Session:
             os_user=template.os_user,
         ),
         recipe=recipe or "arthur",
+        tools=template.client_tools,
     )
+    # Before the node's first turn: its chat process has only started (no LLM call yet).
+    copy_scope(Scope.SESSION, template.pk, session.pk)
+    return session
 
 
 def dispose(sessions: Iterable[Session]) -> None:

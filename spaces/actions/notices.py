@@ -14,8 +14,8 @@ from django.db.models import F
 
 from processes.models import ConversationMessage, ThinkProcess
 from processes.states import Status
+from protocol.outbound import ChatMessageEvent, event
 from sessions_app.events import emit_event
-from sessions_app.protocol.outbound import ChatMessageEvent, event
 from spaces.models import ThinkingNode
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -14,16 +13,19 @@ from django.urls import reverse
 from engines.registry import all_engines
 from processes.actions.create import create_process
 from processes.actions.lifecycle import pause_process, suspend_process
+from processes.actions.sessions import resume_session, suspend_session
 from processes.actions.steer import steer_process
 from processes.models import ThinkProcess
+from processes.session_admin import SessionAdmin
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.services import read_bundled_recipes
-from sessions_app.admin import SessionAdmin
 from sessions_app.events import emit_event, record_events
 from sessions_app.models import Session, SessionEvent, SuspendCause
-from sessions_app.services import FingerprintData, resume_session, suspend_session
-from tests.conftest import Tenancy, open_session, wait_until
+from sessions_app.services import FingerprintData
+from tests.support.admin import recipe_form
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -295,25 +297,6 @@ def test_editing_a_session_keeps_its_status_and_its_event_numbering(operator, al
 
 
 # --- recipes -------------------------------------------------------------------------------------
-
-
-def recipe_form(tenancy: Tenancy, **changes: Any) -> dict[str, Any]:
-    return {
-        "name": "ford-coding",
-        "engine": "ford",
-        "title": "Frankie",
-        "description": "",
-        "params": json.dumps({"temperature": 0.2}),
-        "prompt_prefix": "",
-        "allowed_tools_add": "[]",
-        "allowed_tools_remove": "[]",
-        "category": "user",
-        "roles": "[]",
-        "scope": "project",
-        "tenant": str(tenancy.tenant.pk),
-        "project": str(tenancy.project.pk),
-        **changes,
-    }
 
 
 def test_recipe_form_refuses_an_unknown_engine(operator, alice):

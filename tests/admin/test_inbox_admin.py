@@ -12,7 +12,7 @@ from django.urls import reverse
 from inbox.models import InboxItem, InboxStatus, InboxTransition
 from inbox.services import post_item
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

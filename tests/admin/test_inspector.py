@@ -17,7 +17,8 @@ from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
 from recipes_app.tool_names import known_tool_names
 from sessions_app.events import emit_event
-from tests.conftest import Tenancy, open_session, wait_until
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import wait_until
 from vancetope.tools.models import McpServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -133,6 +134,38 @@ def test_process_page_draws_the_task_tree_with_status_colours_and_worker_links(o
     assert '<details><summary>raw JSON</summary><pre class="task-tree"' in page
     # and the sub-processes are listed, linked
     assert f'<a href="{worker_url}">{worker.public_id}</a> INIT' in page
+
+
+def test_process_page_shows_parallel_workers_a_replan_and_a_structured_result(operator, alice):
+    # given: a tree with two workers running at once, one failed, its re-plan, and a
+    # structured result
+    session = open_session(alice)
+    parent = create_process(session, goal="plan a trip", engine="ford", start=False)
+    worker = create_process(session, goal="trains", engine="ford", parent=parent, start=False)
+    tree = marvin_like_tree(worker)
+    tree["nodes"] += [
+        {"id": "n4", "parentId": "n1", "kind": "WORKER", "title": "Ferries", "status": "RUNNING"},
+        {"id": "n5", "parentId": "n1", "kind": "PLAN", "title": "Re-plan 1", "status": "DONE",
+         "replanOf": ["n3"], "result": {"added": ["n6"]}},
+        {"id": "n6", "parentId": "n5", "kind": "WORKER", "title": "Hostels", "status": "DONE",
+         "attempts": 2, "dependsOn": ["n2"],
+         "result": {"summary": "two <cheap> ones", "findings": ["near"], "sources": [],
+                    "confidence": 0.7}},
+    ]  # fmt: skip
+    ThinkProcess.objects.filter(pk=parent.pk).update(engine_state={"taskTree": tree})
+    # when
+    page = process_page(operator, parent.pk)
+    # then: the heading counts them, the re-plan and the retry are marked
+    assert (
+        '<p class="task-tree-heading">4 of 6 nodes finished · 2 workers running at once · '
+        "1 failed · 1 re-plan</p>"
+    ) in page
+    assert '<span style="color: #7a5400">re-plan of n3</span>' in page
+    assert " · attempt 2 · after n2" in page
+    # and the structured result shows by its summary, and whole on a click
+    assert " · result: two &lt;cheap&gt; ones" in page
+    assert '<details class="node-result"><summary>structured result</summary>' in page
+    assert "&quot;findings&quot;: [\n    &quot;near&quot;\n  ]" in page
 
 
 def test_process_page_says_when_there_is_no_task_tree(operator, alice):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from vancetope.memory import graph
 from vancetope.memory.models import (
     Document,

@@ -11,7 +11,8 @@ from processes.actions.create import create_process
 from processes.actions.lifecycle import stop_process
 from processes.models import ThinkProcess
 from processes.states import Status
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.tenancy.models import ApiToken, hash_token
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from recipes_app.models import Recipe, RecipeScope
-from tests.admin.test_admin import recipe_form
+from tests.support.admin import recipe_form
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

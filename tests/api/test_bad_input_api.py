@@ -7,7 +7,7 @@ import pytest
 
 from processes.models import PendingMessage
 from recipes_app.models import Recipe, RecipeScope
-from tests.conftest import open_session
+from tests.support.tenancy import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -26,6 +26,7 @@ def test_think_engines_lists_ford_with_its_description(alice):
         "title",
         "description",
         "version",
+        "aliases",
         "allowedTools",
         "defaultSettings",
     }

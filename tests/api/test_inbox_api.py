@@ -9,7 +9,7 @@ from inbox.models import InboxItem, InboxStatus
 from inbox.services import post_item
 from processes.actions.create import create_process
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from processes.actions.lifecycle import stop_process
+from processes.actions.sessions import close_session, suspend_session
 from processes.models import ThinkProcess
 from sessions_app.models import SuspendCause
-from sessions_app.services import close_session, suspend_session
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,8 @@ from processes.actions.steer import steer_process
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.tenancy.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -128,7 +129,7 @@ def test_list_rows_are_process_objects(alice):
     assert row["thinkEngine"] == "arthur"
     assert row["recipe"] == "arthur"
     assert row["status"] == "IDLE"
-    assert row["usage"] == {"promptTokens": 0, "completionTokens": 0}
+    assert row["usage"] == {"promptTokens": 0, "completionTokens": 0, "estimated": False}
 
 
 def test_list_filters_by_status_session_and_engine(alice):
@@ -259,7 +260,7 @@ def test_another_tenants_process_cannot_be_commanded(alice, bob, verb):
     assert snapshot(bobs.chat_process_id) == before
 
 
-def test_a_service_process_the_user_created_is_listed_shown_and_stopped(alice):
+def test_a_service_process_the_user_created_is_listed_under_its_filter_shown_and_stopped(alice):
     # given a service recipe of the project, and a process the user spawned from it
     Recipe.objects.create(
         name="sweeper",
@@ -275,10 +276,12 @@ def test_a_service_process_the_user_created_is_listed_shown_and_stopped(alice):
     api = alice.api()
     # when
     listing = api.get("/api/processes")
+    services = api.get("/api/processes?category=service")
     detail = api.get(f"/api/processes/{service.public_id}")
     stopped = api.post(f"/api/processes/{service.public_id}/stop")
-    # then it is the user's like any other of their processes
-    assert listed_ids(listing) == [service.public_id, f"tp_{session.chat_process_id}"]
+    # then it is the user's, listed under the service filter, not in the ordinary list
+    assert listed_ids(listing) == [f"tp_{session.chat_process_id}"]
+    assert listed_ids(services) == [service.public_id]
     assert detail.status_code == 200
     assert stopped.status_code == 200, stopped.json()
     assert (stopped.json()["status"], stopped.json()["closeReason"]) == ("CLOSED", "STOPPED")
@@ -362,7 +365,7 @@ def test_steer_without_a_message_is_a_400_naming_the_field(alice):
     # then
     assert response.status_code == 400
     body = response.json()
-    assert (body["code"], body["error"]) == (400, "bad-request")
+    assert (body["code"], body["error"], body["field"]) == (400, "bad-request", "message")
     assert body["message"].startswith("message:")
     assert "message" in body["fields"]
     assert snapshot(chat_id) == before

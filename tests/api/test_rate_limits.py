@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from processes.actions.lifecycle import pause_process
 from processes.actions.steer import steer_as
 from processes.models import PendingMessage
-from tests.conftest import open_session
+from tests.support.tenancy import open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,21 +54,61 @@ def test_the_default_limit_takes_a_burst_of_120_steers_and_refuses_the_rest(alic
     assert queued(session.chat_process_id) == texts[:120]
 
 
-def test_wrong_api_tokens_past_the_limit_are_429_for_that_address_only(alice, settings):
+def test_wrong_api_tokens_past_the_limit_are_429_for_that_token_from_that_address_only(
+    alice, settings
+):
     settings.VANCETOPE_RATE_TOKEN_FAILURES = "5/minute"
     wrong = APIClient()
     wrong.credentials(HTTP_AUTHORIZATION="Bearer vt_not-a-token")
     # when
     answers = [wrong.get("/api/recipes").status_code for _ in range(7)]
+    wrong_from_elsewhere = wrong.get("/api/recipes", REMOTE_ADDR="127.0.0.2")
     right_from_there = alice.api().get("/api/recipes")
-    right_from_elsewhere = alice.api().get("/api/recipes", REMOTE_ADDR="127.0.0.2")
     # then
     assert answers == [401] * 5 + [429] * 2
-    assert right_from_there.status_code == 429
-    assert right_from_there.json()["error"] == "rate-limited"
-    assert "too many wrong API tokens" in right_from_there.json()["message"]
-    assert int(right_from_there["Retry-After"]) >= 1
-    assert right_from_elsewhere.status_code == 200
+    refused = wrong.get("/api/recipes")
+    assert refused.json()["error"] == "rate-limited"
+    assert "too many wrong API tokens" in refused.json()["message"]
+    assert int(refused["Retry-After"]) >= 1
+    assert wrong_from_elsewhere.status_code == 401
+    # and a valid token from the same address is never refused for another client's failures
+    assert right_from_there.status_code == 200
+
+
+def test_the_default_limit_allows_exactly_twenty_wrong_tokens(alice, settings):
+    # given the default limit, 20 a minute
+    assert settings.VANCETOPE_RATE_TOKEN_FAILURES == "20/minute"
+    wrong = APIClient()
+    wrong.credentials(HTTP_AUTHORIZATION="Bearer vt_wrongwrongwrong")
+    # when
+    answers = [wrong.get("/api/recipes").status_code for _ in range(22)]
+    # then twenty are answered 401, the next ones 429, on either runtime
+    assert answers == [401] * 20 + [429] * 2
+
+
+def test_behind_a_trusted_proxy_clients_are_counted_by_their_forwarded_address(alice, settings):
+    # given a proxy the operator trusts, and two clients behind it
+    settings.VANCETOPE_RATE_TOKEN_FAILURES = "3/minute"
+    settings.VANCETOPE_TRUSTED_PROXIES = ["10.0.0.0/8"]
+    proxy = {"REMOTE_ADDR": "10.1.2.3"}
+    wrong = APIClient()
+    wrong.credentials(HTTP_AUTHORIZATION="Bearer vt_not-a-token")
+    # when the first client fails past the limit (with a spoofed hop to its left)
+    first = [
+        wrong.get("/api/recipes", HTTP_X_FORWARDED_FOR="6.6.6.6, 198.51.100.7", **proxy).status_code
+        for _ in range(4)
+    ]
+    # then it is refused, while the other client behind the proxy is not
+    second = wrong.get("/api/recipes", HTTP_X_FORWARDED_FOR="198.51.100.8", **proxy)
+    assert first == [401] * 3 + [429]
+    assert second.status_code == 401
+    # and without a trusted proxy the header is not believed: the peer address counts
+    settings.VANCETOPE_TRUSTED_PROXIES = []
+    spoofed = [
+        wrong.get("/api/recipes", HTTP_X_FORWARDED_FOR=f"203.0.113.{n}").status_code
+        for n in range(4)
+    ]
+    assert spoofed == [401] * 3 + [429]
 
 
 def test_right_tokens_are_never_counted(alice, settings):

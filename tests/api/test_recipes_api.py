@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from recipes_app.models import Recipe, RecipeScope
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from vancetope.tenancy.models import ApiToken, ProjectMembership, Role, TenantMembership
 
 pytestmark = pytest.mark.django_db(transaction=True)

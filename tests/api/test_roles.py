@@ -14,46 +14,25 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from processes.actions.create import create_process
+from processes.actions.sessions import create_session, system_session
 from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeCategory, RecipeScope
-from sessions_app.services import FingerprintData, create_session, system_session
-from tests.conftest import Tenancy
+from sessions_app.services import FingerprintData
+from tests.support.roles import (
+    MEMBER,
+    OTHER_PROJECT_ADMIN,
+    OUTSIDER,
+    PROJECT_ADMIN,
+    ROLES,
+    TENANT_ADMIN,
+    Caller,
+    caller,
+)
+from tests.support.tenancy import Tenancy
 from vancetope.tenancy.bootstrap import bootstrap
-from vancetope.tenancy.models import ApiToken, Project, ProjectMembership, Role, TenantMembership
+from vancetope.tenancy.models import ProjectMembership, Role, TenantMembership
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TENANT_ADMIN = "tenant-admin"
-PROJECT_ADMIN = "project-admin"
-OTHER_PROJECT_ADMIN = "other-project-admin"
-MEMBER = "member"
-OUTSIDER = "outsider"
-ROLES = [TENANT_ADMIN, PROJECT_ADMIN, OTHER_PROJECT_ADMIN, MEMBER, OUTSIDER]
-
-
-class Caller:
-    def __init__(self, user: Any, project: Project) -> None:
-        self.user = user
-        self.project = project  # a project of their own, for their own processes
-        _, raw = ApiToken.issue(user, name="roles")
-        self.api = APIClient()
-        self.api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-
-
-def caller(role: str, alice: Tenancy, bob: Tenancy) -> Caller:
-    """A user in `role` towards alice's tenant and its project proj_alice."""
-    if role == TENANT_ADMIN:
-        return Caller(alice.user, alice.project)
-    if role == OUTSIDER:
-        return Caller(bob.user, bob.project)
-    user = get_user_model().objects.create_user(f"{role}-user")
-    TenantMembership.objects.create(user=user, tenant=alice.tenant, role=Role.MEMBER)
-    project = alice.project
-    if role == OTHER_PROJECT_ADMIN:
-        project = Project.objects.create(tenant=alice.tenant, slug="alice-two", name="Two")
-    project_role = Role.MEMBER if role == MEMBER else Role.ADMIN
-    ProjectMembership.objects.create(user=user, project=project, role=project_role)
-    return Caller(user, project)
 
 
 def body(alice: Tenancy, **changes: Any) -> dict[str, Any]:
@@ -297,9 +276,11 @@ def test_listing_own_processes_service_ones_too(role, alice, bob):
     service = own_service_process(who)
     # when
     listing = who.api.get("/api/processes", {"limit": 200})
+    services = who.api.get("/api/processes", {"limit": 200, "category": "service"})
     detail = who.api.get(f"/api/processes/{service.public_id}")
-    # then
-    assert service.public_id in [row["id"] for row in listing.json()["results"]]
+    # then it is theirs, listed under the service filter, not in the ordinary list
+    assert service.public_id not in [row["id"] for row in listing.json()["results"]]
+    assert service.public_id in [row["id"] for row in services.json()["results"]]
     assert detail.status_code == 200
 
 

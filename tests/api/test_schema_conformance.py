@@ -24,7 +24,9 @@ from schemathesis.specs.openapi.checks import (
 from inbox.services import post_item
 from processes.models import ThinkProcess
 from sessions_app.models import Session
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
+
+UNBLOCK = {"type": "unblock_tasks", "match": {"blockedByExternal": "ci:${event.build}"}}
 
 CHECKS = [
     not_a_server_error,
@@ -145,3 +147,46 @@ def test_operations_on_real_rows_answer_as_the_schema_says(caller: Tenancy) -> N
         200,
         204,
     ]
+
+
+def test_fields_answers_leave_out_are_not_required_by_the_schema(client) -> None:
+    # given the OpenAPI document
+    components = client.get("/api/schema/?format=json").json()["components"]["schemas"]
+    # then what most answers leave out is no required field of the object
+    assert "firings" not in components["CronJobObject"]["required"]
+    assert "secret" not in components["WebhookObject"]["required"]
+    assert "id" in components["WebhookObject"]["required"]
+
+
+@pytest.mark.parametrize("kind", ["webhooks", "cron-jobs"])
+def test_a_patch_without_a_body_is_a_400_naming_it(caller: Tenancy, kind: str) -> None:
+    # given a webhook and a cron job of alice's
+    chat = Session.objects.get(owner=caller.user).chat_process_id
+    bodies = {
+        "webhooks": {"name": "ci", "mode": "secret", "action": UNBLOCK},
+        "cron-jobs": {
+            "name": "nightly",
+            "schedule": "0 3 * * *",
+            "action": {"type": "process_continue", "processId": f"tp_{chat}"},
+        },
+    }
+    api = caller.api()
+    created = api.post(f"/api/{kind}", bodies[kind], format="json")
+    assert created.status_code == 201, created.content[:300]
+    # when one is patched with no body at all
+    response = api.patch(f"/api/{kind}/{created.json()['id']}")
+    # then it is a 400 naming the body
+    assert response.status_code == 400, response.content[:300]
+    assert "body" in response.json()["fields"]
+
+
+def test_the_schema_allows_only_the_page_parameters_the_server_takes(client) -> None:
+    # given the OpenAPI document; when the list of processes is read from it
+    document = client.get("/api/schema/?format=json").json()
+    parameters = {
+        p["name"]: p["schema"] for p in document["paths"]["/api/processes"]["get"]["parameters"]
+    }
+    # then limit and offset carry the server's ranges: limit=0 is no valid request
+    assert parameters["limit"]["minimum"] == 1
+    assert parameters["offset"]["minimum"] == 0
+    assert parameters["limit"]["maximum"] == parameters["offset"]["maximum"] == 2**63 - 1

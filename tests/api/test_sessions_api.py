@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from sessions_app.services import FingerprintData, close_session, create_session
-from tests.conftest import Tenancy
+from processes.actions.sessions import close_session, create_session
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -7,7 +7,8 @@ import pytest
 from processes.actions import lifecycle, steer
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import Status
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,59 +4,14 @@ tool calls answered with tool-result frames, replies matched to their requests."
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from rich.console import Console
 
-from vance.chat import ChatClient, ChatOptions
-from vance.config import Config
-from vance.fingerprint import Fingerprint
+from tests.support.chat_client import event
+from vance.chat import ChatClient
 from vance.inbox import answer_from_text, answered_text
-from vance.lines import LineRouter
 from vance.slash import run_slash_command
-
-
-class FakeSocket:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    async def send(self, raw: str) -> None:
-        self.sent.append(json.loads(raw))
-
-
-@pytest.fixture
-def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("VANCE_CONFIG_DIR", str(tmp_path / "config"))
-    (tmp_path / "work").mkdir()
-    (tmp_path / "work" / "README.md").write_text("hi\n")
-
-    def make(assume_yes: bool = False) -> tuple[ChatClient, io.StringIO, FakeSocket]:
-        output = io.StringIO()
-        console = Console(file=output, width=120, color_system=None)
-        fp = Fingerprint("m-1", str(tmp_path / "work"), str(tmp_path), "dev")
-        chat = ChatClient(
-            Config("http://127.0.0.1:1", "t"),
-            ChatOptions(assume_yes=assume_yes),
-            fp,
-            console,
-            LineRouter(),
-        )
-        socket = FakeSocket()
-        chat.ws = socket  # type: ignore[assignment]
-        chat.connected.set()
-        chat.session_id = "sess_1"
-        chat.printer.chat_process_id = "tp_1"
-        return chat, output, socket
-
-    return make
-
-
-def event(seq: int, name: str, **data: Any) -> dict[str, Any]:
-    return {"type": "event", "seq": seq, "event": name, "data": data}
 
 
 async def settle(chat: ChatClient) -> None:
@@ -101,7 +56,7 @@ async def test_a_final_message_that_arrives_after_a_reconnect_is_not_shown_again
 
 async def test_a_tool_call_event_is_answered_with_a_tool_result_frame(client):
     chat, output, socket = client()
-    # given: the tool-call event of PROTOCOL.md
+    # given: the tool-call event of docs/protocol.md
     chat._dispatch(
         event(5, "tool-call", callId="call_1", processId="tp_1", tool="list_files", arguments={})
     )
@@ -309,19 +264,27 @@ async def test_an_answer_that_reached_no_process_says_why(client):
     assert "answered inb_3, but not delivered: tp_4 is CLOSED" in output.getvalue()
 
 
-async def test_a_persons_own_runs_stay_quiet_and_system_runs_show_in_one_line(client):
+async def test_runs_show_only_when_they_fail_or_ask(client):
     chat, output, _ = client()
 
     def run(seq: int, **fields: object) -> dict[str, object]:
         data = {"tasksExecuted": 3, "tokensUsed": 120, "error": None, **fields}
         return event(seq, "run", run=data)
 
-    # a chat turn's run, finished as usual: the process-status line says enough
+    # a chat turn's run, and a cron job's routine start and end: nothing to read
     chat._dispatch(run(1, id="run_1", trigger={"type": "user"}, status="completed"))
+    chat._dispatch(run(2, id="run_2", trigger={"type": "cron"}, status="running"))
+    chat._dispatch(run(3, id="run_2", trigger={"type": "cron"}, status="completed_partial"))
     assert "run_1" not in output.getvalue()
-    # a cron job's run, and a run of hers that failed, are one line each
-    chat._dispatch(run(2, id="run_2", trigger={"type": "cron"}, status="completed_partial"))
-    chat._dispatch(run(3, id="run_3", trigger={"type": "user"}, status="failed", error="boom"))
+    assert "run_2" not in output.getvalue()
+    # a workflow run that waits for an answer, and a run of hers that failed: one line each
+    asks = [{"reason": "Which colour?"}]
+    chat._dispatch(run(4, id="run_4", trigger={"type": "workflow"}, status="blocked",
+                       blockedReasons=asks))  # fmt: skip
+    chat._dispatch(run(5, id="run_5", trigger={"type": "user"}, status="failed", error="boom"))
     lines = output.getvalue().splitlines()
-    assert any("run_2 cron completed_partial  3 tasks, 120 tokens" in line for line in lines)
-    assert any("run_3 user failed" in line and "boom" in line for line in lines)
+    assert any(
+        "run_4 workflow blocked  3 tasks, 120 tokens  Which colour?  (/inbox)" in line
+        for line in lines
+    )
+    assert any("run_5 user failed" in line and "boom" in line for line in lines)

@@ -6,10 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_rest_commands import FINGERPRINT, run_vance
-from tests.cli.test_rest_commands import brain as brain  # noqa: F401 (a fixture)
-from tests.cli.test_rest_commands import config_dir as config_dir  # noqa: F401 (a fixture)
-from tests.conftest import wait_until
+from tests.support.rest_commands import FINGERPRINT, run_vance
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture

@@ -153,7 +153,7 @@ def test_git_tools_outside_a_repository_say_so(tmp_path: Path):
 
 
 async def test_a_tool_call_frame_is_answered_with_a_tool_result(workspace: Workspace):
-    # given: the tool-call event of PROTOCOL.md
+    # given: the tool-call event of docs/protocol.md
     call = {"callId": "call_7", "processId": "tp_3", "tool": "list_files", "arguments": {}}
     asker = Asker(answer=False)
     # when

@@ -10,43 +10,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.conftest import wait_until
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, post_inbox_item
-
-FINGERPRINT = {"machineId": "rest-test-machine", "workingDir": "/srv/rest"}
-
-
-def run_vance(config_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "VANCE_CONFIG_DIR": str(config_dir), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "vance", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-@pytest.fixture(scope="module")
-def brain(tmp_path_factory: pytest.TempPathFactory):
-    var = tmp_path_factory.mktemp("var")
-    env = brain_env(var)
-    token = bootstrap(env)
-    running = Brain(env, free_port())
-    yield running, token, var / "token"
-    running.stop()
-
-
-@pytest.fixture
-def config_dir(tmp_path: Path, brain) -> Path:
-    running, _, token_file = brain
-    config = tmp_path / "vance"
-    done = run_vance(config, "login", "--server", running.url, "--token-file", str(token_file))
-    assert done.returncode == 0, done.stderr
-    return config
+from tests.e2e.brain import Brain, free_port, post_inbox_item
+from tests.support.rest_commands import FINGERPRINT, run_vance
+from tests.support.waiting import wait_until
 
 
 def test_lifecycle_commands_drive_a_process_and_explain_a_409(brain, config_dir: Path):
@@ -331,3 +297,59 @@ def test_notifications_lists_the_unread_ones_and_marks_one_or_all_read(brain, co
     missing = run_vance(config_dir, "notifications", "read", "ntf_999999")
     assert missing.returncode == 1
     assert "not found" in missing.stderr
+
+
+def test_vance_processes_shows_each_processs_last_task(brain, config_dir: Path):
+    # given a session whose chat process answered one message
+    running, token, _ = brain
+    client = running.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        process_id = created["data"]["chatProcessId"]
+        client.request("chat", {"text": "what did I ask last"})
+        client.event("chat-message", role="assistant")
+        wait_until(lambda: running.get(f"/api/processes/{process_id}", token)["status"] == "IDLE")
+        # when the person lists their processes with the CLI
+        listed = run_vance(config_dir, "processes", "--session", created["data"]["session"]["id"])
+        # then the process's row says, under its goal, that turn and its status
+        assert listed.returncode == 0, listed.stderr
+        assert process_id in listed.stdout
+        assert "last: what did I ask last (DONE)" in " ".join(listed.stdout.split())
+    finally:
+        client.close()
+
+
+def test_vance_processes_leaves_service_processes_out_unless_asked(brain, config_dir: Path):
+    # given a session with a process of the service recipe agrajag and an ordinary one
+    running, token, _ = brain
+    client = running.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        session = created["data"]["session"]["id"]
+        ids = []
+        for recipe in ("agrajag", "ford"):
+            body = {"session": session, "recipe": recipe, "goal": "x", "start": False}
+            status, process = running.post("/api/processes", token, body)
+            assert status == 201, process
+            ids.append(process["id"])
+        service, ordinary = ids
+        # when the person lists their processes
+        plain = run_vance(config_dir, "processes", "--session", session)
+        # then the service process is not among them
+        assert plain.returncode == 0, plain.stderr
+        assert ordinary in plain.stdout
+        assert service not in plain.stdout
+        # and --service lists it, alone
+        services = run_vance(config_dir, "processes", "--session", session, "--service")
+        assert services.returncode == 0, services.stderr
+        assert service in services.stdout
+        assert ordinary not in services.stdout
+        assert "Service processes (1 of 1)" in services.stdout
+    finally:
+        client.close()

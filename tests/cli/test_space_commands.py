@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.cli.test_chat_client import client  # noqa: F401
 from vance.slash import run_slash_command
 
 

@@ -1,4 +1,4 @@
-"""Task trees in `vance chat`, without a Brain: the tree drawn from PROTOCOL.md's flat nodes,
+"""Task trees in `vance chat`, without a Brain: the tree drawn from the protocol's flat nodes,
 and the chat following a tree as it runs (whole when first seen, when its shape changes and when
 it finishes; one line per status change in between); `/tree` asks the Brain for the tree now."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from tests.cli.test_chat_client import FakeSocket, event
+from tests.support.chat_client import FakeSocket, event
 from vance.chat import ChatClient, ChatOptions
 from vance.config import Config
 from vance.fingerprint import Fingerprint
@@ -75,8 +75,44 @@ def test_a_failed_node_shows_its_error_and_a_done_one_its_result():
     # when
     text = shown(task_tree("tp_4", tree))
     # then
-    assert '✓ WORKER Research trains (n2)  DONE 2m05s  tp_7  {"summary": "ICE at 9"}' in text
+    assert "✓ WORKER Research trains (n2)  DONE 2m05s  tp_7  ICE at 9" in text
     assert "✗ WORKER Research hotels (n3)  FAILED  budget maxTokens exceeded: 5000" in text
+
+
+def test_parallel_workers_failures_and_replans_are_counted_and_marked():
+    # given two workers running at once, a third failed on its second attempt, and the
+    # re-plan it woke, whose worker depends on the first
+    tree = marvin_tree()
+    finish(tree, "n3", "RUNNING", processId="tp_8")
+    tree["nodes"][3:3] = [
+        {"id": "n5", "parentId": "n1", "kind": "WORKER", "title": "Research ferries",
+         "status": "FAILED", "attempts": 2, "error": "step report: invalid"},
+        {"id": "n6", "parentId": "n1", "kind": "PLAN", "title": "Re-plan 1", "status": "DONE",
+         "replanOf": ["n5"], "result": {"added": ["n7"]}},
+        {"id": "n7", "parentId": "n6", "kind": "WORKER", "title": "Research buses",
+         "status": "PENDING", "dependsOn": ["n2"]},
+    ]  # fmt: skip
+    # when
+    text = shown(task_tree("tp_4", tree))
+    # then
+    assert text.splitlines()[0] == (
+        "tp_4 task tree · 3/7 finished · 2 running at once · 1 failed · 1 re-plan"
+    )
+    assert "✗ WORKER Research ferries (n5)  FAILED [attempt 2]" in text
+    assert "✓ PLAN Re-plan 1 (n6)  DONE [re-plan of n5]" in text
+    assert "○ WORKER Research buses (n7)  PENDING [after n2]" in text
+
+
+def test_a_finished_worker_line_says_its_result_summary():
+    follower = TaskTreeFollower()
+    tree = marvin_tree()
+    follower.update("tp_4", tree)
+    tree = copy.deepcopy(tree)
+    finish(tree, "n2", finishedAt="2026-12-01T10:00:04.1Z", result={"summary": "ICE at 9"})
+    # when
+    [line] = follower.update("tp_4", tree)
+    # then
+    assert shown(line).strip() == "✓ tp_4 n2 Research trains — DONE 2.1s  ICE at 9"
 
 
 def test_a_tree_of_nested_children_is_drawn_too_and_a_cycle_of_parents_ends():
@@ -210,3 +246,32 @@ async def test_slash_tree_says_so_when_no_tree_was_seen_or_the_process_has_none(
     client._dispatch({"type": "process", "replyTo": sent["id"], "data": {"process": process}})
     await running
     assert "tp_1 has no task tree" in output.getvalue()
+
+
+async def test_slash_tree_with_a_node_id_prints_that_nodes_structured_result_whole(chat):
+    client, output = chat
+    socket: FakeSocket = client.ws  # type: ignore[assignment]
+    client._dispatch(event(1, "task-tree", processId="tp_4", tree=marvin_tree()))
+    # when
+    running = asyncio.create_task(run_slash_command(client, "/tree n2"))
+    await asyncio.sleep(0.01)
+    [sent] = socket.sent
+    now = marvin_tree()
+    structured = {
+        "summary": "ICE at 9",
+        "findings": ["fast"],
+        "sources": ["db.de"],
+        "confidence": 0.8,
+    }
+    finish(now, "n2", finishedAt="2026-12-01T10:00:04.1Z", result=structured)
+    process = {"id": "tp_4", "taskTree": now}
+    client._dispatch({"type": "process", "replyTo": sent["id"], "data": {"process": process}})
+    await running
+    # then: the last changed tree's process was asked, and the node is printed whole
+    assert sent["data"] == {"processId": "tp_4"}
+    text = output.getvalue()
+    assert "tp_4 ✓ WORKER Research trains (n2)  DONE 2.1s" in text
+    assert "goal: trains" in text
+    assert '"findings": [' in text
+    assert '"sources": [' in text
+    assert '"confidence": 0.8' in text

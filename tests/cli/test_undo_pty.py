@@ -6,10 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.cli.terminal import Terminal
-from tests.cli.test_vance_chat_pty import Setup, login, remembered_session, setup, vance
 from tests.e2e.brain import Brain
-
-__all__ = ["setup"]  # the fixture, used by name
+from tests.support.vance_pty import Setup, login, remembered_session, vance
 
 
 def test_undo_puts_the_message_back_into_the_input_line_and_enter_sends_it_again(

@@ -4,7 +4,6 @@ would use it: type, watch the streamed reply, survive a Brain restart, answer to
 from __future__ import annotations
 
 import json
-import os
 import sys
 import urllib.request
 from pathlib import Path
@@ -12,63 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.terminal import Terminal
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
-from vance.config import CONFIG_FILE, SESSIONS_FILE
-
-# Brain environment, token, port, vance config directory, working directory.
-Setup = tuple[dict[str, str], str, int, Path, Path]
-
-
-def vance_env(config_dir: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "VANCE_CONFIG_DIR": str(config_dir),
-        "VANCE_MACHINE_ID": "pty-test-machine",
-        "TERM": "xterm-256color",
-        "COLUMNS": "120",
-    }
-
-
-def vance(config_dir: Path, *args: str, cwd: Path) -> Terminal:
-    return Terminal([sys.executable, "-m", "vance", *args], cwd=cwd, env=vance_env(config_dir))
-
-
-@pytest.fixture
-def setup(tmp_path: Path) -> Setup:
-    var = tmp_path / "var"
-    var.mkdir()
-    # A crash of the Brain on shutdown leaves a Python traceback in brain.log.
-    env = brain_env(var, PYTHONFAULTHANDLER="1")
-    token = bootstrap(env)
-    config_dir = tmp_path / "vance"
-    work = tmp_path / "project"
-    work.mkdir()
-    (work / "README.md").write_text("# demo\n")
-    (work / "src").mkdir()
-    return env, token, free_port(), config_dir, work
-
-
-def login(config_dir: Path, port: int, token_file: Path, work: Path) -> None:
-    terminal = vance(
-        config_dir,
-        "login",
-        "--server",
-        f"http://127.0.0.1:{port}",
-        "--token-file",
-        str(token_file),
-        cwd=work,
-    )
-    try:
-        terminal.expect("Logged in to")
-        assert terminal.wait() == 0
-    finally:
-        terminal.close()
-
-
-def remembered_session(config_dir: Path) -> str:
-    sessions = json.loads((config_dir / SESSIONS_FILE).read_text())
-    (entry,) = sessions.values()
-    return str(entry["sessionId"])
+from tests.e2e.brain import Brain
+from tests.support.vance_pty import Setup, login, remembered_session, vance, vance_env
+from vance.config import CONFIG_FILE
 
 
 @pytest.mark.crash
@@ -299,7 +244,9 @@ def test_an_inbox_item_shows_inline_and_is_answered_with_slash_answer(setup: Set
         chat.position = max(ends)
         # and a second answer is refused, saying why
         chat.send_line(f"/answer {item_id} reject")
-        chat.expect(rf"\[409\] conflict: cannot answer inbox item {item_id}: it is ANSWERED")
+        chat.expect(
+            rf"/answer: cannot answer inbox item {item_id}: it is ANSWERED  \(409 conflict\)"
+        )
         chat.send_line("/inbox")
         chat.expect("no OPEN inbox items")
         chat.send_line("/quit")
@@ -333,13 +280,25 @@ DEEP_THINK_SCRIPT = """\
           - {kind: WORKER, title: Rings, goal: "count the rings"}
           - {kind: AGGREGATE, title: Report}
 - engine: frankie
+  step: report
+  match: "count the moons"
+  tool_calls:
+    - name: report_result
+      arguments: {summary: "95 moons.", findings: [], sources: [], confidence: 0.9}
+- engine: frankie
+  step: report
+  match: "count the rings"
+  tool_calls:
+    - name: report_result
+      arguments: {summary: "7 rings.", findings: [], sources: [], confidence: 0.9}
+- engine: frankie
   match: "count the moons"
   reply: "95 moons."
   delay: 0.5
 - engine: frankie
   match: "count the rings"
   reply: "7 rings."
-  delay: 0.5
+  delay: 1.5
 - engine: marvin
   step: aggregate
   reply: "Saturn: 95 moons, 7 rings."
@@ -361,12 +320,13 @@ def test_chat_follows_a_task_tree_with_one_line_per_change_and_prints_it_on_slas
         # when arthur starts a deep think (marvin) for the person
         chat.send_line("study Saturn")
         # then its tree shows whole once it is planned, with the plan's nodes under it
-        marvin = chat.expect(r"(tp_\d+) task tree · \d/4 finished").group(1)
-        chat.expect(r"WORKER Moons \(n2\)")
-        chat.expect(r"WORKER Rings \(n3\)")
-        # and each worker's progress is one line, with its worker process while it runs
-        chat.expect(rf"▶ {marvin} n2 Moons — RUNNING  worker tp_\d+")
-        chat.expect(rf"✓ {marvin} n2 Moons — DONE \d+\.\ds")
+        # and both workers already running at once, each with its worker process
+        marvin = chat.expect(r"(tp_\d+) task tree · 1/4 finished · 2 running at once").group(1)
+        chat.expect(r"▶ WORKER Moons \(n2\)  RUNNING  tp_\d+")
+        chat.expect(r"▶ WORKER Rings \(n3\)  RUNNING  tp_\d+")
+        # and each worker's progress is one line, with its result's summary (the rings take
+        # longer)
+        chat.expect(rf"✓ {marvin} n2 Moons — DONE \d+\.\ds  95 moons\.")
         chat.expect(rf"✓ {marvin} n3 Rings — DONE \d+\.\ds")
         # and the finished tree once more, then arthur tells the person
         chat.expect(rf"{marvin} task tree · 4/4 finished")

@@ -10,10 +10,10 @@ import pytest
 from cryptography.fernet import Fernet
 
 from engines.registry import get_engine
-from processes.lane.context import engine_settings
+from processes.lane.context_builder import engine_settings
 from processes.models import ThinkProcess
 from tests.config.helpers import set_value, unset_value
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 from vancetope.config.cascade import Chain, effective, forget_cached, session_values
 from vancetope.config.llm import llm_config
 from vancetope.config.models import Scope, Setting

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 from processes.actions import lifecycle, steer
-from processes.models import ConversationMessage, ThinkProcess
+from processes.models import ThinkProcess
 from processes.states import Status
-from sessions_app.models import Session
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, wait_until
+from tests.config.helpers import answers, chat, ford_session, put
 from tests.support.openai_stub import OpenAIStubServer
+from tests.support.waiting import wait_until
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.tenancy.models import Project
 
@@ -34,44 +33,6 @@ def stub(settings: Any) -> Iterator[OpenAIStubServer]:
         reset_provider_cache()
         yield server
     reset_provider_cache()
-
-
-def ford_session(tenancy: Tenancy, project: Project | None = None) -> Session:
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=(project or tenancy.project).public_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        recipe="ford",
-    )
-
-
-def answers(process_id: int) -> list[str]:
-    rows = ConversationMessage.objects.filter(process_id=process_id, role="assistant")
-    return list(rows.order_by("index").values_list("content", flat=True))
-
-
-def chat(session: Session, text: str) -> str:
-    """Send `text` and wait for its answer (the process back IDLE with it)."""
-    chat_id = session.chat_process_id
-    assert chat_id is not None
-    before = len(answers(chat_id))
-    steer.send_chat(session.pk, text)
-
-    def answered() -> list[str] | None:
-        row = ThinkProcess.objects.get(pk=chat_id)
-        found = answers(chat_id)
-        idle = row.status == Status.IDLE and not row.lease_owner
-        return found if idle and len(found) > before else None
-
-    found = wait_until(answered)
-    assert found is not None
-    return found[-1]
-
-
-def put(tenancy: Tenancy, key: str, scope: str, scope_id: str, value: Any) -> Any:
-    body = {"scope": scope, "scopeId": scope_id, "value": value}
-    return tenancy.api().put(f"/api/settings/{key}", body, format="json")
 
 
 def test_changing_llm_model_at_project_scope_changes_the_model_the_next_turn_asks_for(

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from sessions_app.services import FingerprintData, create_session
-from tests.api.test_roles import (
+from processes.actions.sessions import create_session
+from sessions_app.services import FingerprintData
+from tests.support.roles import (
     MEMBER,
     OTHER_PROJECT_ADMIN,
     OUTSIDER,
@@ -19,7 +20,7 @@ from tests.api.test_roles import (
     Caller,
     caller,
 )
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 from vancetope.config.models import Setting
 from vancetope.config.registry import all_keys
 from vancetope.tenancy.models import ProjectGroup
@@ -63,7 +64,7 @@ def test_the_list_shows_every_key_with_its_value_and_where_it_comes_from(alice, 
     assert {key for key, row in rows.items() if row["scope"] != "default"} == set_here
     assert rows["arthur.maxSteps"]["type"] == "integer"
     assert rows["arthur.maxSteps"]["namespace"] == "arthur"
-    assert rows["llm.provider"]["choices"] == ["scripted", "openai", "anthropic"]
+    assert rows["llm.provider"]["choices"] == ["scripted", "openai", "anthropic", "local"]
     # and the tenant's own list shows the tenant value but not the narrower ones
     tenant_rows = listed(api, "tenant")
     assert tenant_rows["llm.model"]["scope"] == "tenant"

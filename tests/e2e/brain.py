@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -17,11 +18,25 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from websockets.sync.client import ClientConnection, connect
 
 ROOT = Path(__file__).resolve().parents[2]
 # Variables of the test run that must not leak into a Brain started for a test.
 RUNTIME_VARIABLES = ("DATABASE_URL", "REDIS_URL", "VANCETOPE_WORKER", "DJANGO_SETTINGS_MODULE")
+
+
+def services_available(env: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether `env` names the PostgreSQL and Redis a distributed Brain needs (.ci/run's
+    PostgreSQL run sets both)."""
+    return env.get("DATABASE_URL", "").startswith("postgres") and bool(env.get("REDIS_URL"))
+
+
+# A test that runs Brains as OS processes on the run's PostgreSQL and Redis.
+needs_services = pytest.mark.skipif(
+    not services_available(os.environ),
+    reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL (.ci/run does)",
+)
 
 
 def free_port() -> int:
@@ -166,9 +181,12 @@ class Service:
 class CeleryWorker(Service):
     """A real `celery worker` OS process serving one queue."""
 
-    def __init__(self, env: dict[str, str], queue: str, name: str = "worker") -> None:
+    def __init__(
+        self, env: dict[str, str], queue: str, name: str = "worker", *, threads: int = 2
+    ) -> None:
         celery = str(Path(sys.executable).with_name("celery"))
-        args = [celery, "-A", "vancetope", "worker", "--pool", "threads", "--concurrency", "2",
+        args = [celery, "-A", "vancetope", "worker", "--pool", "threads",
+                "--concurrency", str(threads),
                 "--queues", queue, "--without-heartbeat", "--without-gossip", "--without-mingle",
                 "--loglevel", "INFO"]  # fmt: skip
         super().__init__(name, args, env)
@@ -210,6 +228,20 @@ class Brain(Service):
         with urllib.request.urlopen(request, timeout=10) as response:
             return json.load(response)
 
+    def post(self, path: str, token: str, body: Any = None) -> tuple[int, Any]:
+        """POST `body` as JSON; the status and the decoded answer (an error's too)."""
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=json.dumps(body if body is not None else {}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as error:
+            return error.code, json.load(error)
+
     def socket(self, token: str) -> BrainSocket:
         ws = connect(
             f"ws://127.0.0.1:{self.port}/ws/brain/",
@@ -222,7 +254,7 @@ class Brain(Service):
 
 
 class BrainSocket:
-    """A synchronous PROTOCOL.md client over a real WebSocket."""
+    """A synchronous protocol (docs/protocol.md) client over a real WebSocket."""
 
     def __init__(self, ws: ClientConnection) -> None:
         self.ws = ws
@@ -253,3 +285,14 @@ class BrainSocket:
 
     def close(self) -> None:
         self.ws.close()
+
+
+def poll(check: Any, timeout: float) -> Any:
+    """`check()` once it is truthy, asked every 0.1 s; the test fails after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"not reached within {timeout}s")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import wait_until
 from tests.e2e.brain import (
     Brain,
     CeleryWorker,
@@ -15,8 +13,10 @@ from tests.e2e.brain import (
     brain_env,
     distributed_env,
     free_port,
+    needs_services,
 )
 from tests.support.openai_stub import OpenAIStubServer
+from tests.support.waiting import wait_until
 
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
 
@@ -71,12 +71,6 @@ def test_chat_through_the_real_openai_client_survives_a_restart(tmp_path: Path):
             client.close()
         finally:
             assert brain.stop() == 0, brain.log()
-
-
-needs_services = pytest.mark.skipif(
-    not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")),
-    reason="needs PostgreSQL and Redis: set DATABASE_URL and REDIS_URL (.ci/run does)",
-)
 
 
 @needs_services

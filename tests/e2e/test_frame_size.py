@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
@@ -77,5 +79,30 @@ def test_a_raised_limit_lets_the_server_take_larger_frames(tmp_path: Path):
             accepted = send(ws, "chat", "big", {"text": FRAME_TEXT})
             # then it is accepted
             assert accepted["type"] == "chat-accepted", accepted
+    finally:
+        assert brain.stop() == 0, brain.log()
+
+
+def read_until_closed(ws: ClientConnection) -> None:
+    """Read (the session's events) until the connection ends: ConnectionClosed."""
+    while True:
+        ws.recv(timeout=30)
+
+
+def test_a_frame_over_what_the_server_reads_is_closed_with_1009(tmp_path: Path):
+    # given a Brain on the default limit: the server reads frames up to 16 MiB
+    env = brain_env(tmp_path)
+    token = bootstrap(env)
+    brain = Brain(env, free_port())
+    try:
+        with open_socket(brain, token) as ws:
+            create_session(ws)
+            # when the client sends a 17 MiB frame
+            ws.send(json.dumps({"type": "chat", "data": {"text": "x" * (17 * 1024 * 1024)}}))
+            # then the server closes the connection with 1009 (message too big), not a cut
+            with pytest.raises(ConnectionClosed) as closed:
+                read_until_closed(ws)
+            assert closed.value.rcvd is not None, "the connection was dropped without a close"
+            assert closed.value.rcvd.code == 1009
     finally:
         assert brain.stop() == 0, brain.log()

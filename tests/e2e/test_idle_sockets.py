@@ -10,9 +10,15 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.conftest import wait_until
-from tests.e2e.brain import Brain, CeleryWorker, bootstrap, distributed_env, free_port
-from tests.e2e.test_brain_process import needs_services
+from tests.e2e.brain import (
+    Brain,
+    CeleryWorker,
+    bootstrap,
+    distributed_env,
+    free_port,
+    needs_services,
+)
+from tests.support.waiting import wait_until
 
 SOCKETS = 50
 IDLE_SECONDS = 60

@@ -1,51 +1,36 @@
-"""A marvin tree survives the Brain being killed between two of its nodes: after the restart the
-finished node is not run again and the tree completes (a real `manage.py brain`, SIGKILL)."""
+"""A marvin tree survives the Brain being killed while three of its workers run at once: after
+the restart the finished node is not run again, each running worker finishes its task once, and
+the tree completes (a real `manage.py brain`, SIGKILL)."""
 
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
+from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, poll
+from tests.support.marvin import plan, worker
 
 FINGERPRINT = {"machineId": "e2e-machine", "workingDir": "/srv/e2e"}
+SLOW = ("the second task", "the third task", "the fourth task")
 SCRIPT = [
     {
         "engine": "marvin",
         "step": "plan",
-        "tool_calls": [
-            {
-                "name": "plan_tasks",
-                "arguments": {
-                    "tasks": [
-                        {"kind": "WORKER", "title": "First", "goal": "the first task"},
-                        {"kind": "WORKER", "title": "Second", "goal": "the second task"},
-                        {"kind": "AGGREGATE", "title": "Report"},
-                    ]
-                },
-            }
-        ],
+        "tool_calls": plan(
+            {"kind": "WORKER", "title": "First", "goal": "the first task"},
+            *({"kind": "WORKER", "title": goal, "goal": goal} for goal in SLOW),
+            {"kind": "AGGREGATE", "title": "Report"},
+        ),
     },
-    {"engine": "frankie", "match": "the first task", "reply": "first done"},
-    # Slow, so that the Brain is killed while the second worker runs.
-    {"engine": "frankie", "match": "the second task", "reply": "second done", "delay": 3},
-    {"engine": "marvin", "step": "aggregate", "reply": "both done"},
+    *worker("the first task", "first done"),
+    # Slow, so that the Brain is killed while these three workers run side by side.
+    *(rule for goal in SLOW for rule in worker(goal, f"{goal} done", delay=3)),
+    {"engine": "marvin", "step": "aggregate", "reply": "all done"},
 ]
-
-
-def poll(check: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    pytest.fail(f"not reached within {timeout}s")
 
 
 def kill(brain: Brain) -> None:
@@ -54,7 +39,7 @@ def kill(brain: Brain) -> None:
 
 
 @pytest.mark.crash
-def test_a_marvin_tree_killed_between_nodes_finishes_without_running_a_node_twice(
+def test_a_marvin_tree_killed_while_three_workers_run_finishes_running_each_once(
     tmp_path: Path,
 ):
     script = tmp_path / "script.yaml"
@@ -84,8 +69,16 @@ def test_a_marvin_tree_killed_between_nodes_finishes_without_running_a_node_twic
             detail = brain.get(f"/api/processes/{marvin_id}", token)
             return list((detail.get("taskTree") or {}).get("nodes", []))
 
-        # given the first worker's node finished and the second worker running
-        poll(lambda: [n["status"] for n in nodes()][1:3] == ["DONE", "RUNNING"], timeout=30)
+        # given the first worker's node finished and the three others running at once, each
+        # in its worker's lane
+        running = ["DONE", "RUNNING", "RUNNING", "RUNNING"]
+        poll(lambda: [n["status"] for n in nodes()][1:5] == running, timeout=30)
+
+        def working() -> bool:
+            listed = brain.get("/api/processes?engine=frankie&status=RUNNING", token)
+            return len(listed["results"]) == 3
+
+        poll(working, timeout=30)
         client.close()
     finally:
         # when the Brain dies there and then
@@ -102,10 +95,14 @@ def test_a_marvin_tree_killed_between_nodes_finishes_without_running_a_node_twic
         )
         assert done["closeReason"] == "DONE", done
         tree = done["taskTree"]["nodes"]
-        assert [n["status"] for n in tree] == ["DONE", "DONE", "DONE", "DONE"]
-        # and the first worker ran once: one process per worker node, one answer each
+        assert [n["status"] for n in tree] == ["DONE"] * 6
+        # and each worker ran once: one process per worker node, one answer each
         listed = brain.get("/api/processes?engine=frankie", token)["results"]
-        assert sorted(p["id"] for p in listed) == sorted(n["processId"] for n in tree[1:3])
+        assert sorted(p["id"] for p in listed) == sorted(n["processId"] for n in tree[1:5])
+        assert [n["result"]["summary"] for n in tree[1:5]] == [
+            "first done",
+            *(f"{goal} done" for goal in SLOW),
+        ]
         for worker in listed:
             detail = brain.get(f"/api/processes/{worker['id']}", token)
             answers = [m for m in detail["conversation"] if m["role"] == "assistant"]

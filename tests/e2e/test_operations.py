@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import stat
 import subprocess
 import sys
@@ -100,3 +101,21 @@ def test_a_restarted_brain_logs_no_scheduler_chatter_and_no_eager_warning(tmp_pa
     assert "Sending due task" not in log
     assert "DatabaseScheduler" not in log
     assert "not a task of this Brain" not in log
+
+
+def test_a_busy_port_is_an_error_before_anything_touches_the_database(tmp_path: Path):
+    # given another program listening on the port
+    env = brain_env(tmp_path)
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        # when the Brain is started on it
+        done = manage(env, "brain", "--port", str(port))
+    # then it exits non-zero saying why, in one line, and ran neither migrations nor recovery
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"CommandError: cannot listen on 127.0.0.1:{port}: "), lines[0]
+    assert "recovered" not in done.stdout
+    assert not (tmp_path / "brain.sqlite3").exists()

@@ -3,8 +3,9 @@ session chats with arthur (the default chat engine), which starts marvin; marvin
 comes as an inbox item, the answer goes back over the socket, and a budget breach is told.
 
 Scripted-provider scripts written from docs/engines.md: arthur `chat`, marvin `plan` (through
-`plan_tasks`) and `aggregate`, and marvin's frankie workers (`act`). Rules that must fire once
-say `times: 1`: a step run twice would get the echo instead, and the tree would show it.
+`plan_tasks`) and `aggregate`, and marvin's frankie workers (`act`, `report`). Rules that must
+fire once say `times: 1`: a step run twice would get the echo instead, and the tree would show
+it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from channels.db import database_sync_to_async
 
 from processes.models import ThinkProcess
 from processes.states import CloseReason
-from tests.sessions_app.test_consumer import Client, bearer, connect, open_session
+from tests.support.marvin import worker as worker_rules
+from tests.support.ws import Client, bearer, connect, open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -83,7 +85,7 @@ async def test_a_question_of_marvin_is_answered_over_the_socket_and_nothing_befo
                     {"kind": "AGGREGATE", "title": "Map"},
                 ),
             },
-            {"engine": "frankie", "match": "measure the rings", "times": 1, "reply": "7 rings."},
+            *worker_rules("measure the rings", "7 rings.", times=1),
             {
                 "engine": "marvin",
                 "step": "aggregate",

@@ -10,27 +10,15 @@ import pytest
 from inbox.models import InboxItem
 from inbox.services import do_answer
 from processes.actions import steer
+from processes.actions.sessions import create_session
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
-from sessions_app.models import Session, SessionEvent
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, wait_until
-from tests.tools.conftest import project_recipe
-
-
-def arthur_session(tenancy: Tenancy) -> Session:
-    return create_session(
-        tenancy.user,
-        client_type="cli",
-        project_id=tenancy.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        recipe="arthur",
-    )
-
-
-def said(session: Session, role: str) -> list[str]:
-    events = SessionEvent.objects.filter(session_id=session.pk, event="chat-message")
-    return [e.data["text"] for e in events.order_by("seq") if e.data["role"] == role]
+from sessions_app.models import SessionEvent
+from sessions_app.services import FingerprintData
+from tests.support.arthur import arthur_session, said
+from tests.support.marvin import worker
+from tests.support.tools import project_recipe
+from tests.support.waiting import wait_until
 
 
 def create_marvin(goal: str) -> dict[str, Any]:
@@ -71,8 +59,8 @@ def test_arthur_starts_marvin_whose_two_workers_report_and_tells_the_person(alic
                     }
                 ],
             },
-            {"engine": "frankie", "match": "count the moons", "reply": "95 moons."},
-            {"engine": "frankie", "match": "count the rings", "reply": "7 rings."},
+            *worker("count the moons", "95 moons."),
+            *worker("count the rings", "7 rings."),
             {"engine": "marvin", "step": "aggregate", "reply": "Saturn: 95 moons, 7 rings."},
         ]
     )

@@ -30,12 +30,14 @@ from processes.actions.lifecycle import (
     stop_process,
     suspend_process,
 )
+from processes.actions.sessions import create_session
 from processes.actions.steer import steer_process
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, wait_until
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy
+from tests.support.waiting import wait_until
 
 ENGINES = [engine.name for engine in all_engines()]
 OPEN = {Status.IDLE, Status.BLOCKED}

@@ -1,43 +1,20 @@
 """marvin: a task tree that plans, runs each worker in its own process, asks, and aggregates.
 
 Driven by scripted-provider scripts written from docs/engines.md's steps table (marvin `plan`
-through `plan_tasks`, marvin `aggregate`; its workers are frankie `act`).
+through `plan_tasks`, marvin `aggregate`; its workers are frankie `act` and `report`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from engines.registry import get_engine
-from processes.actions import create, steer
+from processes.actions import steer
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
-from tests.conftest import Tenancy, open_session, wait_until
-
-
-def plan(*tasks: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"name": "plan_tasks", "arguments": {"tasks": list(tasks)}}]
-
-
-def marvin(tenancy: Tenancy, goal: str, **params: Any) -> ThinkProcess:
-    return create.create_process(open_session(tenancy), goal=goal, engine="marvin", params=params)
-
-
-def settled(process_id: int, *statuses: str) -> ThinkProcess:
-    def check() -> ThinkProcess | None:
-        row = ThinkProcess.objects.get(pk=process_id)
-        return row if row.status in statuses and row.waiting == 0 else None
-
-    found = wait_until(check, timeout=20)
-    assert found is not None
-    return found
-
-
-def nodes(process: ThinkProcess) -> list[dict[str, Any]]:
-    return list(process.engine_state["taskTree"]["nodes"])
+from tests.support.marvin import marvin, nodes, plan, result, worker
+from tests.support.waiting import settled
 
 
 @pytest.mark.django_db(transaction=True)
@@ -53,8 +30,8 @@ def test_marvin_plans_two_workers_runs_each_in_its_own_process_and_aggregates(al
                     {"kind": "WORKER", "title": "Rings", "goal": "count the rings"},
                 ),
             },
-            {"engine": "frankie", "match": "count the moons", "reply": "95 moons."},
-            {"engine": "frankie", "match": "count the rings", "reply": "7 rings."},
+            *worker("count the moons", "95 moons."),
+            *worker("count the rings", "7 rings."),
             {"engine": "marvin", "step": "aggregate", "reply": "# Saturn\n95 moons, 7 rings."},
         ]
     )
@@ -71,18 +48,20 @@ def test_marvin_plans_two_workers_runs_each_in_its_own_process_and_aggregates(al
         ("WORKER", "DONE"),
         ("AGGREGATE", "DONE"),
     ]
-    # each worker ran as its own child process, whose report is the node's result
+    # each worker ran as its own child process, whose structured result is the node's result
     workers = [n for n in tree if n["kind"] == "WORKER"]
     children = ThinkProcess.objects.filter(parent=done).order_by("pk")
     assert [n["processId"] for n in workers] == [c.public_id for c in children]
     assert [c.recipe_name for c in children] == ["marvin-worker", "marvin-worker"]
     assert all(c.close_reason == CloseReason.DONE for c in children)
-    assert "95 moons." in workers[0]["result"]
-    assert "7 rings." in workers[1]["result"]
-    # the client saw the tree grow, and the report as marvin's answer
+    assert workers[0]["result"] == result("95 moons.")
+    assert workers[1]["result"] == result("7 rings.")
+    # the client saw the tree grow (one tree per turn: its start, the plan, and a report, or
+    # both reports when they arrived together and marvin took them in one turn), and the
+    # report as marvin's answer
     events = SessionEvent.objects.filter(session_id=done.session_id)
     trees = [e.data["tree"] for e in events.filter(event="task-tree").order_by("seq")]
-    assert len(trees) >= 4
+    assert len(trees) >= 3
     assert len(trees[0]["nodes"]) == 1
     assert len(trees[-1]["nodes"]) == 4
     assert events.filter(event="chat-message", data__text=done.engine_state["report"]).exists()
@@ -139,7 +118,7 @@ def test_a_question_blocks_marvin_and_the_answer_continues_it_without_rerunning_
     # given a workflow's tasks (no plan call): a worker, a question, the report
     script(
         [
-            {"engine": "frankie", "match": "measure the rings", "reply": "7 rings."},
+            *worker("measure the rings", "7 rings."),
             {"engine": "marvin", "step": "aggregate", "reply": "Report: 7 rings, in blue."},
         ]
     )

@@ -1,7 +1,8 @@
 """A person's orders to a marvin tree: cancel a node (REST), and pause the whole tree.
 
 Driven by scripted-provider scripts written from docs/engines.md (marvin `plan` through
-`plan_tasks`, `aggregate`; its workers are frankie `act`).
+`plan_tasks`, `aggregate`; its workers are frankie `act` and `report`). The trees run one
+worker at a time (`maxParallel: 1`), so that an order finds the next nodes still pending.
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import pytest
 from processes.actions import lifecycle
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
-from tests.conftest import wait_until
-from tests.engines.test_marvin import marvin, nodes, plan, settled
+from tests.support.marvin import marvin, nodes, plan, statuses, worker
+from tests.support.waiting import settled, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -27,23 +28,17 @@ THREE_WORKERS = [
         ),
     },
     # Slow, so that orders arrive while it runs.
-    {"engine": "frankie", "match": "the slow task", "reply": "slow done", "delay": 1.5},
-    {"engine": "frankie", "match": "the unwanted task", "reply": "should not run"},
-    {"engine": "frankie", "match": "the last task", "reply": "last done"},
+    *worker("the slow task", "slow done", delay=1.5),
+    *worker("the unwanted task", "should not run"),
+    *worker("the last task", "last done"),
     {"engine": "marvin", "step": "aggregate", "reply": "the report"},
 ]
-
-
-def statuses(process_id: int) -> list[str]:
-    """The statuses of the tree's nodes (none before its start has made the tree)."""
-    state = ThinkProcess.objects.get(pk=process_id).engine_state
-    return [n["status"] for n in state.get("taskTree", {}).get("nodes", [])]
 
 
 def test_a_cancelled_pending_node_is_skipped_and_its_worker_never_runs(alice, script):
     # given a tree whose first worker is running
     script(THREE_WORKERS)
-    process = marvin(alice, "three tasks")
+    process = marvin(alice, "three tasks", maxParallel=1)
     wait_until(lambda: statuses(process.pk)[1:3] == ["RUNNING", "PENDING"], timeout=20)
     # when the person cancels the second worker's node
     response = alice.api().post(f"/api/processes/{process.public_id}/task-tree/n3/cancel")
@@ -63,7 +58,7 @@ def test_a_cancelled_pending_node_is_skipped_and_its_worker_never_runs(alice, sc
 def test_a_cancelled_running_worker_is_stopped_and_the_tree_goes_on(alice, script):
     # given a tree whose slow first worker is running
     script(THREE_WORKERS)
-    process = marvin(alice, "three tasks")
+    process = marvin(alice, "three tasks", maxParallel=1)
     wait_until(lambda: statuses(process.pk)[1:2] == ["RUNNING"], timeout=20)
     worker_id = nodes(ThinkProcess.objects.get(pk=process.pk))[1]["processId"]
     # when the person cancels it
@@ -79,9 +74,9 @@ def test_a_cancelled_running_worker_is_stopped_and_the_tree_goes_on(alice, scrip
 def test_cancelling_a_finished_or_unknown_node_is_refused_and_changes_nothing(alice, script):
     # given a tree that has finished
     script(THREE_WORKERS)
-    process = marvin(alice, "three tasks")
+    process = marvin(alice, "three tasks", maxParallel=1)
     done = settled(process.pk, Status.CLOSED)
-    open_one = marvin(alice, "three tasks")
+    open_one = marvin(alice, "three tasks", maxParallel=1)
     wait_until(lambda: statuses(open_one.pk)[1:2] == ["RUNNING"], timeout=20)
     queued = PendingMessage.objects.filter(process_id=open_one.pk).count()
     api = alice.api()
@@ -100,7 +95,7 @@ def test_cancelling_a_finished_or_unknown_node_is_refused_and_changes_nothing(al
 
 def test_another_tenants_process_is_not_found(alice, bob, script):
     script(THREE_WORKERS)
-    process = marvin(alice, "three tasks")
+    process = marvin(alice, "three tasks", maxParallel=1)
     # when
     response = bob.api().post(f"/api/processes/{process.public_id}/task-tree/n2/cancel")
     # then
@@ -110,7 +105,7 @@ def test_another_tenants_process_is_not_found(alice, bob, script):
 def test_pausing_marvin_pauses_its_running_worker_and_resuming_finishes_the_tree(alice, script):
     # given a tree whose slow first worker is in its turn
     script(THREE_WORKERS)
-    process = marvin(alice, "three tasks")
+    process = marvin(alice, "three tasks", maxParallel=1)
     wait_until(lambda: statuses(process.pk)[1:2] == ["RUNNING"], timeout=20)
     worker_pk = int(nodes(ThinkProcess.objects.get(pk=process.pk))[1]["processId"][3:])
     wait_until(lambda: ThinkProcess.objects.get(pk=worker_pk).status == Status.RUNNING)
@@ -145,7 +140,7 @@ NESTED = [
         "match": "Plan: the inner goal",
         "tool_calls": plan({"kind": "WORKER", "title": "Slow", "goal": "the slow task"}),
     },
-    {"engine": "frankie", "match": "the slow task", "reply": "slow done", "delay": 1.5},
+    *worker("the slow task", "slow done", delay=1.5),
     {
         "engine": "marvin",
         "step": "aggregate",

@@ -18,15 +18,17 @@ from engines.registry import get_engine
 from inbox.models import InboxItem
 from inbox.services import do_answer
 from processes.actions import create, lifecycle, steer
+from processes.actions.sessions import create_session
 from processes.models import ThinkProcess
 from processes.recovery import recover_processes
 from processes.states import CloseReason, Status
 from recipes_app.models import RecipeScope, Strategy
 from sessions_app.models import Session, SessionEvent
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, open_session, wait_until
-from tests.sessions_app.test_consumer import bearer, connect
-from tests.sessions_app.test_consumer import open_session as open_socket_session
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import settled, wait_until
+from tests.support.ws import bearer, connect
+from tests.support.ws import open_session as open_socket_session
 from vancetope.errors import BadRequest
 from vancetope.llm.base import CallInfo
 from vancetope.llm.scripted import ScriptedProvider
@@ -76,16 +78,6 @@ def vogon(
     return create.create_process(
         session or open_session(tenancy), goal=goal, recipe=recipe, params={"strategy": strategy}
     )
-
-
-def settled(process_id: int, *statuses: str, timeout: float = 20) -> ThinkProcess:
-    def check() -> ThinkProcess | None:
-        row = ThinkProcess.objects.get(pk=process_id)
-        return row if row.status in statuses and row.waiting == 0 else None
-
-    found = wait_until(check, timeout=timeout)
-    assert found is not None
-    return found
 
 
 def phases(process: ThinkProcess) -> list[tuple[str, str]]:
@@ -488,11 +480,18 @@ class CountingProvider(ScriptedProvider):
         super().__init__(script)
         self.calls: list[tuple[str, str, str]] = []
 
-    def stream(self, messages: Any, tools: Any = None, info: CallInfo | None = None) -> Any:
+    def stream(
+        self,
+        messages: Any,
+        tools: Any = None,
+        info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
+    ) -> Any:
         info = info or CallInfo()
         last = next((m.content for m in reversed(messages) if m.role == "user"), "")
         self.calls.append((info.recipe, info.step, last))
-        return super().stream(messages, tools, info)
+        return super().stream(messages, tools, info, force_tool=force_tool)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -504,7 +503,7 @@ def test_a_finished_phase_never_runs_again_after_a_suspend_resume_and_recovery(a
             {"recipe": "vogon-worker", "match": "^check", "reply": "checked", "delay": 1},
         ]
     )
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
+    monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: provider)
     strategy = {
         "phases": [
             {"name": "collect", "goal": "collect ${goal}"},

@@ -15,11 +15,13 @@ import yaml
 
 from inbox.models import InboxItem
 from processes.actions import create, lifecycle, steer
+from processes.actions.sessions import create_session
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import Session, SessionEvent
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import open_session, wait_until
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import open_session
+from tests.support.waiting import at_rest, wait_until
 
 QUESTION = "Should we ship on Friday?"
 ANSWERS = {
@@ -63,16 +65,6 @@ def council(session: Session, parent: ThinkProcess | None = None, **params: Any)
     )
 
 
-def settled(process_id: int) -> ThinkProcess:
-    def check() -> ThinkProcess | None:
-        row = ThinkProcess.objects.get(pk=process_id)
-        return row if row.status == Status.CLOSED and not row.lease_owner else None
-
-    found = wait_until(check, timeout=20)
-    assert found is not None
-    return found
-
-
 def heads(process: ThinkProcess) -> dict[str, dict[str, Any]]:
     return {head["name"]: head for head in process.engine_state["heads"]}
 
@@ -101,7 +93,7 @@ def test_three_personas_answer_each_in_its_own_process_and_the_report_has_the_fo
     parent = create.create_process(session, goal="", engine="ford")
     lifecycle.pause_process(parent.pk)
     # when the council is asked
-    done = settled(council(session, parent).pk)
+    done = at_rest(council(session, parent).pk, Status.CLOSED)
     # then it is DONE with the four sections, as the synthesizer gave them
     assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
     assert done.engine_state["sections"] == SYNTHESIS
@@ -151,7 +143,7 @@ def test_a_head_whose_provider_fails_is_named_with_its_error_and_the_quorum_goes
     script([*head_rules("skeptic"), synthesize()])
     session = open_session(alice)
     # when the council is asked
-    done = settled(council(session).pk)
+    done = at_rest(council(session).pk, Status.CLOSED)
     # then the two others make a quorum (a majority) and the synthesis is the report
     assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
     skeptic = heads(done)["skeptic"]
@@ -176,7 +168,7 @@ def test_a_council_without_its_quorum_fails_naming_each_failed_head_and_its_erro
     # given two of three heads whose provider fails
     script([*head_rules("skeptic", "optimist"), synthesize()])
     # when the council is asked
-    failed = settled(council(open_session(alice)).pk)
+    failed = at_rest(council(open_session(alice)).pk, Status.CLOSED)
     # then it fails before synthesizing, naming both heads with their errors
     by_name = heads(failed)
     assert failed.close_reason == CloseReason.FAILED
@@ -195,7 +187,7 @@ def test_a_quorum_param_of_one_lets_a_single_answer_through(alice, script):
     call = {"name": "council_synthesis", "arguments": alone}
     script([*head_rules("skeptic", "optimist"), synthesize(tool_calls=[call])])
     # when the council is asked
-    done = settled(council(open_session(alice), quorum=1).pk)
+    done = at_rest(council(open_session(alice), quorum=1).pk, Status.CLOSED)
     # then the one answer is synthesized, and both failed heads are named in the report
     assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
     assert done.engine_state["sections"] == alone
@@ -207,7 +199,7 @@ def test_a_difference_attributed_to_a_head_that_did_not_answer_fails_the_synthes
     # given a failing optimist, and a synthesizer that still attributes a position to it
     script([*head_rules("optimist"), synthesize()])
     # when the council (without a fallback model) is asked
-    failed = settled(council(open_session(alice)).pk)
+    failed = at_rest(council(open_session(alice)).pk, Status.CLOSED)
     # then the synthesis was refused (after its retry), saying which head is not one that answered
     assert failed.close_reason == CloseReason.FAILED
     assert failed.last_error == (
@@ -230,7 +222,7 @@ def test_a_failing_synthesizer_falls_back_to_the_fallback_model(alice, script, s
         ]
     )
     # when the council is asked
-    done = settled(council(open_session(alice)).pk)
+    done = at_rest(council(open_session(alice)).pk, Status.CLOSED)
     # then the fallback's synthesis is the report, and the first error is kept
     assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
     assert done.engine_state["sections"] == SYNTHESIS
@@ -251,7 +243,7 @@ def test_a_council_whose_synthesizer_and_fallback_both_fail_fails_with_both_erro
         ]
     )
     # when the council (with its fallback as a param) is asked
-    failed = settled(council(open_session(alice), fallbackModel="backup-model").pk)
+    failed = at_rest(council(open_session(alice), fallbackModel="backup-model").pk, Status.CLOSED)
     # then it fails with both errors
     assert failed.close_reason == CloseReason.FAILED
     assert failed.last_error == (
@@ -337,7 +329,7 @@ def test_the_council_script_of_docs_engines_md_drives_zaphod_as_the_page_says(
     settings.VANCETOPE_LLM_FALLBACK_MODEL = "backup-model"
     script(yaml.safe_load(block))
     # when the council is asked
-    done = settled(council(open_session(alice)).pk)
+    done = at_rest(council(open_session(alice)).pk, Status.CLOSED)
     # then the skeptic failed on its provider, the others answered, and the fallback synthesized
     assert (done.close_reason, done.last_error) == (CloseReason.DONE, "")
     by_name = heads(done)

@@ -12,13 +12,14 @@ from engines.registry import all_engines, get_engine
 from inbox.capability import InboxAccess
 from inbox.models import InboxItem, InboxStatus
 from processes.actions.create import create_process
-from processes.lane.context import build_context
+from processes.lane.context_builder import build_context
 from processes.models import ConversationMessage
 from processes.queries import load_process
 from processes.states import Status
 from recipes_app.models import Recipe
-from tests.conftest import closed_process, open_session
-from tests.tools.conftest import llm, project_recipe  # noqa: F401 (the llm fixture)
+from tests.support.tenancy import open_session
+from tests.support.tools import project_recipe
+from tests.support.waiting import closed_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,7 +73,7 @@ def test_a_recipe_that_adds_inbox_post_gives_its_processes_ctx_inbox(alice):
 
 
 def test_inbox_post_is_in_the_session_chats_pool_only(recipes):
-    # User I/O only in top-level recipes (ARCHITECTURE §5a): arthur, the session chat, posts;
+    # User I/O only in top-level recipes: arthur, the session chat, posts;
     # orchestrated engines report BLOCKED to their parent instead, unless a top-level recipe
     # (vogon-cron) adds the tool.
     with_it = {engine.name for engine in all_engines() if "inbox_post" in engine.allowed_tools}

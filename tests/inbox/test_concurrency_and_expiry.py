@@ -18,8 +18,8 @@ from inbox.services import do_answer, expire_due_items
 from inbox.tasks import expire_items_task
 from inbox.transitions import TRANSITIONS, InboxCall, apply
 from processes.models import PendingKind, PendingMessage
-from tests.conftest import wait_until
-from tests.inbox.conftest import approval, question, user_messages
+from tests.support.inbox import approval, question, user_messages
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,8 +11,8 @@ from channels.db import database_sync_to_async
 from inbox.models import InboxItem, InboxStatus
 from inbox.services import post_item
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from sessions_app.protocol import outbound as out
-from tests.sessions_app.test_consumer import Client, bearer, connect, open_session
+from protocol import outbound as out
+from tests.support.ws import Client, bearer, connect, open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

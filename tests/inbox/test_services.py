@@ -15,11 +15,12 @@ from inbox.services import (
     visible_items,
 )
 from processes.actions.lifecycle import stop_process
+from processes.actions.sessions import close_session
 from processes.models import PendingKind, PendingMessage, ThinkProcess
 from sessions_app.models import SessionEvent
-from sessions_app.services import close_session
-from tests.conftest import open_session, wait_until
-from tests.inbox.conftest import approval, question, user_messages
+from tests.support.inbox import approval, question, user_messages
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import BadRequest, Conflict, NotFound
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -83,7 +84,7 @@ def test_an_item_that_breaks_the_rules_is_refused_naming_the_field(
 ):
     with pytest.raises(BadRequest) as refused:
         post_item(origin, kind, title, "", options, default_action=default_action)
-    assert refused.value.field == field  # type: ignore[attr-defined]
+    assert refused.value.field == field
     assert refused.value.message.startswith(f"{field}: ")
     assert not InboxItem.objects.exists()
 
@@ -112,7 +113,7 @@ def test_an_answer_reaches_the_origin_process_as_a_typed_inbox_answer_and_wakes_
         item_id=item.public_id,
         answer={"decision": "approve", "comment": "fine"},
     )
-    # which woke the (ford) process: its LLM read it behind the tag of PROTOCOL.md
+    # which woke the (ford) process: its LLM read it behind the tag of docs/protocol.md
     seen = f"[inbox answer {item.public_id}]\napprove: fine"
     wait_until(lambda: seen in user_messages(origin.pk))
     wait_until(lambda: PendingMessage.objects.get(pk=pending.pk).consumed)
@@ -159,7 +160,7 @@ def test_an_answer_of_the_wrong_shape_is_a_400_naming_the_field(alice, origin, k
     item = approval(origin) if kind == "APPROVAL" else question(origin, options=["2024"])
     with pytest.raises(BadRequest) as refused:
         do_answer(alice.user, item.public_id, answer)
-    assert refused.value.field == field  # type: ignore[attr-defined]
+    assert refused.value.field == field
     assert InboxItem.objects.get(pk=item.pk).status == InboxStatus.OPEN
     assert inbox_answers(origin.pk) == []
 

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from sessions_app.models import Session, SessionEvent
-from tests.conftest import open_session
+from tests.support.tenancy import open_session
 from triggers import transitions
 from triggers.models import RunLog, RunStatus, TriggerType
 from vancetope.infra import fastsql
@@ -321,7 +321,9 @@ def test_a_value_is_adapted_as_its_field_adapts_it_and_again_from_what_was_kept(
         adapted = fastsql.adapt(field, value, connection)
         # (PostgreSQL's JSON parameter is a wrapper of the value: compare what it wraps)
         assert adapted == expected or adapted.obj == expected.obj
-        assert isinstance(adapted, type(expected))
+        # (a str enum goes to the driver as a str: which of the two was kept first depends on
+        # which test adapted the field first)
+        assert isinstance(adapted, str if isinstance(expected, str) else type(expected))
 
 
 def test_build_gives_the_instance_the_model_gives_from_the_same_fields():

@@ -9,40 +9,38 @@ worker.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
-from processes.actions import steer
+from engines.builtin.arthur import ORCHESTRATION_NAMES
 from processes.capabilities import conversation_cache
-from processes.lane import boundary, wake
-from processes.lane.driver import drive_lane
-from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
-from processes.queries import forget_chat_process
-from processes.states import Status
-from sessions_app.models import Session, SessionEvent
 from tests.config.helpers import set_value
-from tests.conftest import open_session
+from tests.support.turn_queries import (
+    CONVERSATION,
+    LANE,
+    PENDING,
+    PROCESS,
+    SESSION,
+    shape,
+    shapes,
+)
 from triggers.models import RunLog
 from vancetope.config.cascade import current_revision
 from vancetope.config.models import Scope, Setting, SettingsRevision
-from vancetope.tools.models import ToolHealth
+from vancetope.infra import revisions
+from vancetope.llm.scripted import ScriptedProvider
+from vancetope.tools import health as tool_health
+from vancetope.tools.health import write_tool_health
+from vancetope.tools.models import HealthStatus, ToolHealth, ToolHealthRevision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PROCESS = ThinkProcess._meta.db_table
-PENDING = PendingMessage._meta.db_table
-CONVERSATION = ConversationMessage._meta.db_table
-TRANSITION = ProcessTransition._meta.db_table
-SESSION = Session._meta.db_table
-EVENT = SessionEvent._meta.db_table
 HEALTH = ToolHealth._meta.db_table
-RUN = RunLog._meta.db_table
 SETTING = Setting._meta.db_table
 REVISION = SettingsRevision._meta.db_table
+HEALTH_REVISION = ToolHealthRevision._meta.db_table
 
 # send_chat: one transaction (BEGIN and COMMIT are round trips too, and counted).
 CHAT = [
@@ -56,88 +54,18 @@ CHAT = [
 # first (cached afterwards).
 FIRST_CHAT = [f"SELECT {SESSION}", *CHAT]
 
-# The lane draining the one message (arthur's turn that answers without calling a tool).
-LANE = [
-    # take the lease (compare-and-swap), returning the process row and the settings revision:
-    # a worker that has the session's settings of that revision reads none (else one SELECT
-    # of them follows the next statement)
-    f"UPDATE {PROCESS}",
-    f"SELECT {PENDING}",  # the next pending message
-    # the engine shows the user's message at once, and with it the run starts (RUNNING)
-    "BEGIN",
-    f"UPDATE {PROCESS}",  # IDLE -> RUNNING, fenced by the lease
-    f"INSERT {TRANSITION}",  # its record
-    f"UPDATE {SESSION}",  # the events' seqs
-    f"INSERT {EVENT}",  # process-status RUNNING, the user's chat-message
-    "COMMIT",
-    # arthur (the chat engine of a person's session) offers tools: who calls and where its
-    # client is (the session, once), and which tools are healthy
-    f"SELECT {SESSION}",
-    f"SELECT {HEALTH}",
-    # the commit of the turn, which also ends the run and lets the lane go
-    "BEGIN",
-    f"INSERT {CONVERSATION}",  # the user's message and the answer
-    f"UPDATE {PROCESS}",  # usage, engine state, lengths, lease extended; fenced
-    f"UPDATE {PENDING}",  # consume the message
-    f"SELECT {PENDING}",  # any more work (unless an interrupt waits)?
-    f"UPDATE {PROCESS}",  # RUNNING -> IDLE, lease let go
-    f"INSERT {TRANSITION}",  # its record
-    # the person's run log (trigger user), stored finished by the commit that ends the run:
-    # the one statement a run log costs a turn (triggers/human_runs.py), returning its id
-    # and project for its `run` event (stored with the other events below)
-    f"INSERT {RUN}",
-    f"UPDATE {SESSION}",  # the events' seqs
-    f"INSERT {EVENT}",  # the held deltas, the answer's chat-message, process-status IDLE
-    "COMMIT",
-]
 # The first turn of a process in this worker OS process reads its committed conversation
-# (kept per worker afterwards) when it builds the prompt, after reading its tools.
-FIRST_LANE = [*LANE[:10], f"SELECT {CONVERSATION}", *LANE[10:]]
+# (kept per worker afterwards) when it builds the prompt; a new
+# process (the first chat of a session) has stored none, and reads nothing.
+FIRST_LANE = LANE
+# The first turn in this worker OS process of a process that has a conversation.
+FIRST_LANE_WITH_HISTORY = [*LANE[:8], f"SELECT {CONVERSATION}", *LANE[8:]]
 
 # Statements per vendor: (the chat, the lane). The same today on both.
 COUNTS = {
-    "sqlite": {"first chat": (6, 22), "next chat": (5, 21)},
-    "postgresql": {"first chat": (6, 22), "next chat": (5, 21)},
+    "sqlite": {"first chat": (6, 19), "next chat": (5, 19)},
+    "postgresql": {"first chat": (6, 19), "next chat": (5, 19)},
 }
-
-
-def shape(sql: str) -> str:
-    """A statement as its verb and the table it names first (BEGIN IMMEDIATE is BEGIN)."""
-    verb = sql.split()[0].upper()
-    table = re.search(r'\b(?:UPDATE|INTO|FROM)\s+"?(\w+)', sql)
-    return verb if table is None else f"{verb} {table[1]}"
-
-
-def shapes(captured: CaptureQueriesContext) -> list[str]:
-    return [shape(query["sql"]) for query in captured.captured_queries]
-
-
-@pytest.fixture
-def chat(alice: Any, settings: Any, monkeypatch: pytest.MonkeyPatch):
-    """A chat session whose lane is driven here: wakes are recorded, not run elsewhere;
-    streamed text is joined for a minute and interrupts are looked for once a minute, so a
-    slow machine does not add statements."""
-    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 60
-    monkeypatch.setattr(boundary, "BOUNDARY_CHECK_SECONDS", 60)
-    session = open_session(alice)
-    woken: list[int] = []
-    monkeypatch.setattr(wake, "dispatch_drive", woken.append)
-    # As a worker OS process that has not seen this session or process yet.
-    forget_chat_process(session.pk)
-    conversation_cache.clear()
-
-    def turn(text: str) -> tuple[CaptureQueriesContext, CaptureQueriesContext]:
-        with CaptureQueriesContext(connection) as chatting:
-            steer.send_chat(session.pk, text)
-        assert woken.pop() == session.chat_process_id
-        with CaptureQueriesContext(connection) as driving:
-            assert drive_lane(session.chat_process_id) == 1
-        process = ThinkProcess.objects.get(pk=session.chat_process_id)
-        assert process.status == Status.IDLE
-        assert process.waiting == 0
-        return chatting, driving
-
-    return turn
 
 
 def test_the_first_chat_of_a_session_runs_the_counted_statements(chat):
@@ -174,6 +102,18 @@ def test_a_chat_turn_runs_the_counted_statements(chat):
     ]
 
 
+def test_a_worker_new_to_a_conversation_reads_it_once(chat):
+    # given a session that has chatted, in a worker OS process that has not kept its history
+    chat("hello")
+    conversation_cache.clear()
+    # when it chats again, and once more
+    _, first = chat("after a restart")
+    _, second = chat("and again")
+    # then the first turn reads the conversation when it builds its prompt, the next nothing
+    assert shapes(first) == FIRST_LANE_WITH_HISTORY
+    assert shapes(second) == LANE
+
+
 def test_stored_settings_cost_a_turn_one_statement_per_revision_and_worker(chat, alice):
     # given a session that has chatted, and then a value set at its project
     chat("hello")
@@ -198,3 +138,83 @@ def test_the_settings_revision_rides_on_the_statement_that_takes_the_lease(chat)
     take_lease = driving.captured_queries[0]["sql"]
     assert shape(take_lease) == f"UPDATE {PROCESS}"
     assert REVISION in take_lease
+
+
+@pytest.fixture
+def offered(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, str]]:
+    """The tools each LLM call was offered, by name with their descriptions, in call order."""
+    calls: list[dict[str, str]] = []
+    stream = ScriptedProvider.stream
+
+    def spy(provider: Any, messages: Any, tools: Any = None, *args: Any, **kwargs: Any) -> Any:
+        calls.append({tool.name: tool.description for tool in tools or []})
+        return stream(provider, messages, tools, *args, **kwargs)
+
+    monkeypatch.setattr(ScriptedProvider, "stream", spy)
+    return calls
+
+
+def pool_tool(offered: dict[str, str]) -> str:
+    """One of the tools of arthur's pool (the ones a verdict can mark, not its own)."""
+    return next(name for name in sorted(offered) if name not in ORCHESTRATION_NAMES)
+
+
+def test_a_tool_verdict_costs_a_turn_one_statement_per_revision_and_worker(chat, alice, offered):
+    # given a session that has chatted (no verdict yet: no statement for the tools' health)
+    chat("hello")
+    tool = pool_tool(offered[-1])
+    before = revisions.current_revision(ToolHealthRevision)
+    # when agrajag finds one of its tools down
+    write_tool_health(
+        project_id=alice.project.pk,
+        tool=tool,
+        status=HealthStatus.DOWN,
+        classification="auth",
+        evidence="401 from the upstream",
+    )
+    _, first = chat("after the verdict")
+    _, second = chat("and again")
+    # then the verdict raised the revision; the first turn after it reads the project's down
+    # tools once, when its engine offers its tools; the next turn, at the same revision, reads
+    # nothing more; and both offer the tool marked down
+    assert revisions.current_revision(ToolHealthRevision) == before + 1
+    assert shapes(first) == [*LANE[:8], f"SELECT {HEALTH}", *LANE[8:]]
+    assert shapes(second) == LANE
+    assert offered[-2][tool].startswith("[DOWN: auth] ")
+    assert offered[-1][tool].startswith("[DOWN: auth] ")
+
+
+def test_a_verdict_written_elsewhere_reaches_a_worker_that_cached_the_healthy_tools(
+    chat, alice, offered
+):
+    # given a worker that has read the project's tools at a revision where one was down
+    tool_health.forget_cached()
+    chat("hello")
+    tool = pool_tool(offered[-1])
+    write_tool_health(
+        project_id=alice.project.pk,
+        tool=tool,
+        status=HealthStatus.DOWN,
+        classification="auth",
+        evidence="401",
+    )
+    chat("read the verdict")
+    # when another process (any worker, any host: only the database is shared) finds it up
+    ToolHealth.objects.filter(project_id=alice.project.pk, tool=tool).delete()
+    chat("after the recovery")
+    # then this worker's next turn offered it as healthy again
+    assert offered[-2][tool].startswith("[DOWN: auth] ")
+    assert not offered[-1][tool].startswith("[DOWN")
+
+
+def test_where_the_client_is_rides_on_the_statement_that_takes_the_lease(chat):
+    # when
+    _, driving = chat("hello")
+    # then the lease's compare-and-swap returns the session's client and the tool health
+    # revision with the row; no statement reads the session or the tools' health
+    take_lease = driving.captured_queries[0]["sql"]
+    assert shape(take_lease) == f"UPDATE {PROCESS}"
+    assert SESSION in take_lease
+    assert HEALTH_REVISION in take_lease
+    assert f"SELECT {SESSION}" not in shapes(driving)
+    assert f"SELECT {HEALTH}" not in shapes(driving)

@@ -13,6 +13,7 @@ import autobahn.twisted.websocket
 import autobahn.websocket.protocol
 import pytest
 from channels.layers import InMemoryChannelLayer
+from channels.sessions import InstanceSessionWrapper, SessionMiddleware
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.operations import BaseDatabaseOperations
@@ -22,6 +23,8 @@ from django.db.models.base import ModelState
 from django.db.models.expressions import Col
 from django.db.models.fields import Field
 from django.db.models.options import Options
+from limits.storage import MemoryStorage
+from mcp.server.mcpserver import MCPServer
 
 from processes.models import ThinkProcess
 from vancetope.infra import autobahn_logging
@@ -106,7 +109,42 @@ NAMES = [
     # vancetope/infra/autobahn_logging.py
     *names("autobahn.websocket.protocol", lambda: autobahn.websocket.protocol, "hltype", "hlval"),
     *names("autobahn.twisted.websocket", lambda: autobahn.twisted.websocket, "hltype", "hlval"),
+    # vancetope/infra/websocket_close.py
+    *names("daphne Server()", lambda: daphne_server(), "ready_callable"),
+    *names(
+        "WebSocketServerFactory()",
+        lambda: autobahn.twisted.websocket.WebSocketServerFactory(),
+        "failByDrop",
+    ),
+    # vancetope/infra/ratelimit_memory.py (limits)
+    *names(
+        "limits.storage.MemoryStorage",
+        lambda: MemoryStorage,
+        "_MemoryStorage__schedule_expiry",
+        "_MemoryStorage__expire_events",
+    ),
+    *names("MemoryStorage()", lambda: MemoryStorage(), "events"),
+    # vancetope/infra/websocket_session.py (channels)
+    *names("SessionMiddleware", lambda: SessionMiddleware(None), "inner"),
+    *names("InstanceSessionWrapper", lambda: InstanceSessionWrapper, "resolve_session"),
+    *names(
+        "InstanceSessionWrapper()", lambda: InstanceSessionWrapper({"cookies": {}}, None), "scope"
+    ),
+    # vancetope/infra/mcp_server.py (mcp)
+    *names("MCPServer()", lambda: MCPServer(name="upstream-check"), "_lowlevel_server"),
 ]
+
+
+def daphne_server() -> Any:
+    from daphne.server import Server
+
+    return Server(application=None, endpoints=["tcp:port=0"])
+
+
+def test_daphnes_run_makes_the_websocket_factory_the_close_option_is_set_on():
+    from daphne.server import Server
+
+    assert "self.ws_factory = " in inspect.getsource(Server.run)
 
 
 @pytest.mark.parametrize(("owner", "name"), NAMES)
@@ -144,6 +182,9 @@ CALLS = [
     call(postgresql.DatabaseWrapper.close_if_unusable_or_obsolete),
     # channel_layer
     call(InMemoryChannelLayer._clean_expired),
+    # ratelimit_memory
+    call(MemoryStorage._MemoryStorage__schedule_expiry),  # type: ignore[attr-defined]
+    call(MemoryStorage._MemoryStorage__expire_events),  # type: ignore[attr-defined]
     call(InMemoryChannelLayer.get_capacity, "c"),
     call(InMemoryChannelLayer.require_valid_channel_name, "c"),
     call(InMemoryChannelLayer.require_valid_group_name, "g"),
@@ -214,3 +255,13 @@ def test_the_autobahn_patch_reports_the_names_it_replaced(monkeypatch):
     ]
     assert autobahn.websocket.protocol.hltype is autobahn_logging.as_is
     assert autobahn.twisted.websocket.hlval is autobahn_logging.as_is
+
+
+def test_channels_session_wrapper_saves_and_sets_cookies_on_http_answers_only():
+    # vancetope/infra/websocket_session.py hands WebSocket frames past the wrapper: safe while
+    # the wrapper does nothing for any WebSocket message
+    for types in (
+        InstanceSessionWrapper.save_message_types,
+        InstanceSessionWrapper.cookie_response_message_types,
+    ):
+        assert [kind for kind in types if not kind.startswith("http.")] == []

@@ -15,6 +15,7 @@ from tests.support.openai_stub import StubReply, StubToolCall, send_event_stream
 from vancetope.llm.anthropic_provider import AnthropicProvider
 from vancetope.llm.base import (
     CallInfo,
+    ForcedToolRefused,
     LlmError,
     LlmMessage,
     TextDelta,
@@ -113,6 +114,49 @@ def test_a_message_delta_without_usage_keeps_the_message_start_counts(
 
     # The stub's message_start reports 1 output token, as the real API does.
     assert usage == Usage(prompt_tokens=5, completion_tokens=1)
+
+
+def test_a_gateway_that_reports_no_usage_at_all_is_estimated(
+    stub: AnthropicStubServer, provider: AnthropicProvider
+) -> None:
+    # given a stream with no usage in message_start nor in message_delta
+    stub.queue(StubReply(text="twelve chars", omit_usage=True, omit_start_usage=True))
+
+    usage = collect(provider.stream([LlmMessage(role="user", content="hi there")])).usage
+
+    # then it is estimated: 8 characters + a message's markers; 12 characters
+    assert usage == Usage(prompt_tokens=2 + 4, completion_tokens=3, estimated=True)
+
+
+def test_a_forced_tool_is_sent_as_tool_choice_of_type_tool(
+    stub: AnthropicStubServer, provider: AnthropicProvider
+) -> None:
+    # given
+    stub.queue(StubReply(tool_calls=(StubToolCall("get_weather", {"city": "Oslo"}),)))
+
+    # when one call forces get_weather and the next does not
+    forced = collect(
+        provider.stream(
+            [LlmMessage(role="user", content="Oslo?")], [WEATHER], force_tool="get_weather"
+        )
+    )
+    collect(provider.stream([LlmMessage(role="user", content="hi")], [WEATHER]))
+
+    # then
+    assert stub.tool_choices == [{"type": "tool", "name": "get_weather"}, None]
+    assert forced.tool_calls[0].arguments == {"city": "Oslo"}
+
+
+def test_an_api_that_refuses_a_forced_tool_is_a_forced_tool_refused_error(
+    stub: AnthropicStubServer, provider: AnthropicProvider
+) -> None:
+    stub.refuse_forced_tool_choice = True
+    with pytest.raises(ForcedToolRefused, match=r"refused tool_choice 'get_weather': HTTP 400"):
+        collect(
+            provider.stream(
+                [LlmMessage(role="user", content="x")], [WEATHER], force_tool="get_weather"
+            )
+        )
 
 
 def test_tool_use_round_trip(stub: AnthropicStubServer, provider: AnthropicProvider) -> None:

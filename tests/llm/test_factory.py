@@ -169,7 +169,7 @@ def test_describe_provider_tells_how_to_leave_the_offline_default(
     scripted_settings: Settings,
 ) -> None:
     assert describe_provider() == (
-        "LLM: scripted (offline; set VANCETOPE_LLM=openai|anthropic to use a real model)"
+        "LLM: scripted (offline; set VANCETOPE_LLM=local|openai|anthropic to use a real model)"
     )
 
 
@@ -191,14 +191,16 @@ def test_a_resolved_configuration_gets_its_own_provider_and_keeps_it(settings: S
     # when
     first, again = get_provider(project), get_provider(project)
     rotated = get_provider(LlmConfig(kind="openai", model="project-model", api_key="sk-new"))
-    # then one provider per configuration, the environment filling the parts it leaves empty
+    # then one provider per configuration, the environment filling in the URL it leaves
+    # empty but never the key (a key goes only with the URL it was resolved with)
     assert first is again
     assert isinstance(first, OpenAICompatibleProvider)
     assert (first.model, first.base_url, first.api_key) == (
         "project-model",
         "http://127.0.0.1:9/v1",
-        "sk-env",
+        "not-needed",
     )
+    assert get_provider().api_key == "sk-env"  # type: ignore[attr-defined]
     assert isinstance(rotated, OpenAICompatibleProvider)
     assert rotated is not first
     assert rotated.api_key == "sk-new"

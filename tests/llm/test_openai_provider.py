@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -19,6 +21,7 @@ from tests.support.openai_stub import (
 )
 from vancetope.llm.base import (
     CallInfo,
+    ForcedToolRefused,
     LlmError,
     LlmMessage,
     TextDelta,
@@ -114,18 +117,65 @@ def test_usage_is_taken_from_the_server(
     assert completion.usage == Usage(prompt_tokens=123, completion_tokens=45)
 
 
-def test_a_server_without_usage_still_ends_with_one_zero_usage(
+def test_a_server_without_usage_ends_with_one_estimated_usage(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given a server that sends no usage (as llama.cpp's server does in a stream)
+    stub.queue(StubReply(text="no usage here, twenty-eight chars", omit_usage=True))
+
+    # when
+    items = list(provider.stream([LlmMessage(role="user", content="hi there")]))
+
+    # then one Usage, estimated at about four characters a token plus the message's markers
+    [usage] = [item for item in items if isinstance(item, Usage)]
+    assert items[-1] is usage
+    assert usage.estimated is True
+    assert usage.prompt_tokens == 2 + 4  # "hi there": 8 characters, 1 message
+    assert usage.completion_tokens == 9  # 33 characters
+
+
+def test_a_server_with_usage_is_not_estimated(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    stub.queue(StubReply(text="counted", usage=(7, 1)))
+    items = list(provider.stream([LlmMessage(role="user", content="hi")]))
+    assert items[-1] == Usage(prompt_tokens=7, completion_tokens=1, estimated=False)
+
+
+def test_a_forced_tool_is_sent_as_tool_choice_naming_the_function(
     stub: OpenAIStubServer, provider: OpenAICompatibleProvider
 ) -> None:
     # given
-    stub.queue(StubReply(text="no usage here", omit_usage=True))
+    stub.queue(StubReply(tool_calls=(StubToolCall("read_file", {"path": "a.md"}),)))
 
-    # when
-    items = list(provider.stream([LlmMessage(role="user", content="hi")]))
+    # when the call forces read_file, and a second call does not
+    forced = collect(
+        provider.stream(
+            [LlmMessage(role="user", content="read a.md")], [READ_FILE], force_tool="read_file"
+        )
+    )
+    collect(provider.stream([LlmMessage(role="user", content="hi")], [READ_FILE]))
 
-    # then
-    assert items[-1] == Usage(prompt_tokens=0, completion_tokens=0)
-    assert sum(isinstance(item, Usage) for item in items) == 1
+    # then the first request named the function, the second left the choice to the model
+    assert stub.tool_choices == [{"type": "function", "function": {"name": "read_file"}}, None]
+    assert [call.name for call in forced.tool_calls] == ["read_file"]
+
+
+def test_a_server_that_refuses_a_forced_tool_is_a_forced_tool_refused_error(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given a server that does not take tool_choice naming a function
+    stub.refuse_forced_tool_choice = True
+
+    # when / then
+    with pytest.raises(ForcedToolRefused, match=r"refused tool_choice 'read_file': HTTP 400"):
+        collect(
+            provider.stream(
+                [LlmMessage(role="user", content="x")], [READ_FILE], force_tool="read_file"
+            )
+        )
+    # and an unforced call to it is answered as always
+    assert collect(provider.stream([LlmMessage(role="user", content="x")], [READ_FILE])).text
 
 
 def test_tool_call_round_trip(stub: OpenAIStubServer, provider: OpenAICompatibleProvider) -> None:
@@ -326,3 +376,57 @@ def test_stub_also_serves_models_and_non_streaming_completions(stub: OpenAIStubS
     [call] = message.tool_calls
     assert isinstance(call, ChatCompletionMessageFunctionToolCall)
     assert json.loads(call.function.arguments) == {"a": 1}
+
+
+class CountingStub(OpenAIStubServer):
+    """The stub, answering slowly and counting the requests it serves at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most_at_once = 0
+        self._count_lock = threading.Lock()
+
+    def handle(self, *args: Any, **kwargs: Any) -> None:
+        with self._count_lock:
+            self.in_flight += 1
+            self.most_at_once = max(self.most_at_once, self.in_flight)
+        time.sleep(0.2)
+        try:
+            super().handle(*args, **kwargs)
+        finally:
+            with self._count_lock:
+                self.in_flight -= 1
+
+
+def test_a_concurrency_bound_queues_calls_to_one_server() -> None:
+    # given a slow server, and three providers of its URL bounded to one call at a time
+    with CountingStub() as stub:
+        providers = [
+            OpenAICompatibleProvider(base_url=stub.base_url, max_concurrent=1) for _ in range(3)
+        ]
+        # when three threads call at once
+        threads = [
+            threading.Thread(
+                target=lambda p=p: collect(p.stream([LlmMessage(role="user", content="hi")]))
+            )
+            for p in providers
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    # then the server never had two at once, and all three were answered
+    assert stub.most_at_once == 1
+    assert len(stub.requests) == 3
+
+
+def test_a_raw_newline_inside_a_tool_arguments_string_is_read_not_refused() -> None:
+    # given a server whose model wrote a newline inside a JSON string, unescaped
+    with OpenAIStubServer() as stub:
+        stub.queue(StubReply(tool_calls=(StubToolCall("note", '{"text": "one\ntwo"}'),)))
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+        # when the call is read
+        completion = collect(provider.stream([LlmMessage(role="user", content="hi")]))
+    # then the arguments hold the newline as the character it is
+    assert [call.arguments for call in completion.tool_calls] == [{"text": "one\ntwo"}]

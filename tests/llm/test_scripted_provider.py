@@ -466,3 +466,38 @@ def test_script_file_that_is_not_a_list_is_rejected_naming_the_file(tmp_path: Pa
 def test_missing_script_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"cannot read LLM script .*missing\.yaml"):
         ScriptedProvider(tmp_path / "missing.yaml")
+
+
+def after_tool_results(call: ToolCall, result: str) -> list[LlmMessage]:
+    return [
+        LlmMessage(role="assistant", content="", tool_calls=(call,)),
+        LlmMessage(role="tool", content=result, tool_call_id=call.id),
+    ]
+
+
+def test_a_tool_call_rule_answers_a_user_message_once_then_the_next_rule_answers() -> None:
+    # given a tool-call rule and a reply rule on the same message, no `times`
+    provider = ScriptedProvider(
+        [
+            {"match": "^weather$", "tool_calls": [{"name": "get_weather", "arguments": {"c": 1}}]},
+            {"match": "^weather$", "reply": "It is sunny."},
+        ]
+    )
+    first = collect(provider.stream([user("weather")]))
+    # when the loop calls again with the tool's result
+    history = [user("weather"), *after_tool_results(first.tool_calls[0], "sunny")]
+    second = collect(provider.stream(history))
+    # then the reply rule answers, and a new message calls the tool again
+    assert [call.name for call in first.tool_calls] == ["get_weather"]
+    assert (second.text, second.tool_calls) == ("It is sunny.", [])
+    again = collect(provider.stream([*history, LlmMessage("assistant", "x"), user("weather")]))
+    assert [call.name for call in again.tool_calls] == ["get_weather"]
+
+
+def test_with_no_rule_left_after_tool_results_the_echo_answers() -> None:
+    provider = ScriptedProvider([{"tool_calls": [{"name": "now", "arguments": {}}]}])
+    call = collect(provider.stream([user("time?")])).tool_calls[0]
+
+    answer = collect(provider.stream([user("time?"), *after_tool_results(call, "12:00")]))
+
+    assert (answer.text, answer.tool_calls) == ("echo: time?", [])

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Session
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 from vancetope.memory.embeddings import reset_embedder
 from vancetope.memory.indexing import wait_for_embeddings
 from vancetope.memory.vectors import reset_store
@@ -29,7 +29,3 @@ def _fresh_memory_parts(settings: Any) -> Iterator[None]:
 @pytest.fixture
 def session(alice: Tenancy) -> Session:
     return open_session(alice)
-
-
-def embedded() -> None:
-    wait_for_embeddings()

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
 from vancetope.memory.documents import chunk_text
 from vancetope.memory.models import Document, DocumentChunk, Passage
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from sessions_app.protocol import outbound as out
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from protocol import outbound as out
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
+from tests.support.ws import bearer, connect, open_session
 from vancetope.memory.items import Source, write_item
 from vancetope.memory.models import Scope, SourceKind
 from vancetope.memory.scopes import Target

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from vancetope.memory import graph
 from vancetope.memory.models import EdgeAuthor, EdgeType, KnowledgeEdge
 from vancetope.memory.scopes import person_reach

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Session
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from vancetope.memory.models import MemoryItem
 from vancetope.tenancy.models import ProjectGroup
 

@@ -4,7 +4,6 @@ budget of LLM calls."""
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ import pytest
 import yaml
 
 from tests.config.helpers import set_value
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
+from tests.support.linker import SIX, contradiction_script, verdict, write
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
 from vancetope.config.models import Scope as SettingScope
 from vancetope.config.registry import SettingRefused, get_key
 from vancetope.memory import linker
@@ -31,43 +31,6 @@ from vancetope.memory.scopes import Target
 from vancetope.tenancy.models import Project
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-SIX = [
-    "The production database runs on PostgreSQL 16.",
-    "Deploys to production happen every Tuesday afternoon.",
-    "The office coffee machine is on the third floor.",
-    "Alice leads the mobile app team.",
-    "The public API allows 100 requests per minute per token.",
-    "The production database runs on MySQL 8.",
-]
-
-
-def verdict(verdict: str, confidence: float, reasoning: str = "Compared both.") -> str:
-    # reasoning first, as the schema asks
-    return json.dumps({"reasoning": reasoning, "verdict": verdict, "confidence": confidence})
-
-
-def contradiction_script(confidence: float = 0.95) -> list[dict[str, Any]]:
-    """`contradicts` only for the two database statements (older PostgreSQL, newer MySQL);
-    `unrelated` for anything else the linker asks."""
-    return [
-        {
-            "engine": "brain_linker",
-            "step": "contradiction_scan",
-            "match": "(?s)OLDER.*PostgreSQL 16.*NEWER.*MySQL 8",
-            "reply": verdict("contradicts", confidence, "One engine cannot be both."),
-        },
-        {"engine": "brain_linker", "reply": verdict("unrelated", 0.9)},
-    ]
-
-
-def write(tenancy: Tenancy, content: str, *, key: str = "", scope: Scope = Scope.PROJECT) -> Any:
-    target = (
-        Target(scope, tenancy.tenant, project=tenancy.project)
-        if scope == Scope.PROJECT
-        else Target(scope, tenancy.tenant)
-    )
-    return write_item(target, content, Source(SourceKind.USER, "alice"), key=key)
 
 
 def six_items(tenancy: Tenancy) -> list[Any]:

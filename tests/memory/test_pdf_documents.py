@@ -10,9 +10,9 @@ import sys
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
+from tests.support.memory import embedded
 from tests.support.pdf import minimal_pdf
+from tests.support.tenancy import Tenancy
 from vancetope.memory.models import Document, DocumentChunk
 
 pypdf = pytest.importorskip("pypdf", reason="the PDF tests need the pdf extra (pypdf)")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
 from vancetope.memory.documents import create_document
 from vancetope.memory.lexical import STOPWORDS
 from vancetope.memory.models import Document, Passage

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from sessions_app.models import Session
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
 from tests.support.embeddings_stub import EmbeddingsStubServer
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
 from vancetope.memory.items import Source, invalidate_item, write_item
 from vancetope.memory.models import MemoryItem, Passage, Scope, SourceKind
 from vancetope.memory.scopes import Target, project_reach

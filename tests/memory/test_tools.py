@@ -9,9 +9,9 @@ from processes.actions import steer
 from processes.capabilities.tools import toolbox_for
 from processes.models import ThinkProcess
 from sessions_app.models import Session
-from tests.conftest import wait_until
-from tests.engines.test_arthur import arthur_session, said
-from tests.memory.conftest import embedded
+from tests.support.arthur import arthur_session, said
+from tests.support.memory import embedded
+from tests.support.waiting import wait_until
 from vancetope.memory.capability import MemoryAccess
 from vancetope.memory.models import MemoryItem
 from vancetope.memory.tools import MEMORY_TOOLS

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
+from tests.support.memory import embedded
+from tests.support.tenancy import Tenancy
 from vancetope.memory import vectors
 from vancetope.memory.items import Source, invalidate_item, write_item
 from vancetope.memory.models import MemoryItem, Scope, SourceKind

@@ -8,7 +8,8 @@ from processes.actions import lifecycle
 from processes.actions.steer import send_chat
 from processes.models import PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,4 +1,4 @@
-"""Children without blocked threads, and the budgets of a process tree (ARCHITECTURE §5a).
+"""Children without blocked threads, and the budgets of a process tree.
 
 A test engine, `spawner`, drives ctx.processes the way the orchestration engines will: a steer
 "spawn N <goal>" spawns N frankie workers (each answers its goal and closes DONE), records them
@@ -22,14 +22,14 @@ from engines.context import ThinkEngineContext
 from engines.messages import ParentReport, PendingMessage
 from processes import recovery
 from processes.actions import create, lifecycle, steer
-from processes.budgets import BudgetExceeded
 from processes.capabilities.children import ChildProcesses
-from processes.lane import wake
+from processes.lane import dispatch
 from processes.models import ConversationMessage, ProcessTransition, ThinkProcess
 from processes.states import Call, CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
-from tests.conftest import Tenancy, open_session, wait_until
-from vancetope.errors import NotFound
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import wait_until
+from vancetope.errors import Conflict, NotFound
 
 
 class Spawner(ThinkEngine):
@@ -203,7 +203,7 @@ def test_a_worker_whose_tree_spent_max_tokens_after_its_spawn_fails_its_first_ll
 def test_a_process_spawning_over_the_budget_from_an_interface_gets_a_409(alice, spawner):
     parent = ThinkProcess.objects.get(pk=parent_of(alice, maxChildren=1).pk)
     create.create_process(parent.session, goal="one", engine="ford", parent=parent, start=False)
-    with pytest.raises(BudgetExceeded) as refused:
+    with pytest.raises(Conflict) as refused:
         create.create_process(parent.session, goal="two", engine="ford", parent=parent)
     assert (refused.value.code, refused.value.error) == (409, "budget-exceeded")
     assert ThinkProcess.objects.filter(parent=parent).count() == 1
@@ -227,7 +227,7 @@ def test_a_child_whose_start_was_lost_in_a_restart_is_started_by_recovery(
     alice, spawner, monkeypatch
 ):
     # given a parent whose commit asked for a child's start, which never ran (the Brain stopped)
-    monkeypatch.setattr(wake, "dispatch_start", lambda process_id: None)
+    monkeypatch.setattr(dispatch, "dispatch_start", lambda process_id: None)
     parent = parent_of(alice)
     steer.steer_process(parent.pk, "spawn 1 count the rings")
     [child] = wait_until(lambda: list(ThinkProcess.objects.filter(parent=parent, autostart=True)))

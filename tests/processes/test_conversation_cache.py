@@ -8,11 +8,12 @@ from django.test.utils import CaptureQueriesContext
 
 from processes.actions.create import create_process
 from processes.actions.lifecycle import reset_process, start_process, stop_process
+from processes.actions.sessions import create_session
 from processes.capabilities import conversation_cache
 from processes.capabilities.conversation import ConversationBuffer
 from processes.models import ThinkProcess
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import wait_until
+from sessions_app.services import FingerprintData
+from tests.support.waiting import wait_until
 from vancetope.llm.base import LlmMessage
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,3 +64,37 @@ def test_a_reset_conversation_of_the_same_length_is_read_again(alice):
     assert (fresh.conversation_epoch, fresh.conversation_length) == (1, 2)
     history = ConversationBuffer(fresh).history()
     assert [m.content for m in history] == ["omega", "echo: omega"]
+
+
+def short_chat(pk: int) -> tuple[LlmMessage, ...]:
+    return (LlmMessage("user", f"hi {pk}"), LlmMessage("assistant", f"echo: hi {pk}"))
+
+
+def test_a_thousand_chats_driven_in_turn_each_find_their_conversation_kept():
+    # given a Brain whose 1,000 sockets chat in turn: each chat's turn keeps its conversation
+    conversation_cache.clear()
+    for pk in range(1, 1001):
+        conversation_cache.put(pk, 0, short_chat(pk))
+    # then the next round of turns finds every conversation, the first chat's too
+    missing = [pk for pk in range(1, 1001) if conversation_cache.get(pk, 0, 2) is None]
+    conversation_cache.clear()
+    assert missing == []
+
+
+def test_the_least_recently_used_conversations_go_once_the_budget_is_full(settings):
+    # given a budget of 10 short chats (and half of one)
+    conversation_cache.clear()
+    chat = conversation_cache.size_of(short_chat(1))
+    settings.VANCETOPE_CONVERSATION_CACHE_MB = 10.5 * chat / 2**20
+    # when 11 are kept, the first having been used again after the second
+    conversation_cache.put(1, 0, short_chat(1))
+    conversation_cache.put(2, 0, short_chat(2))
+    assert conversation_cache.get(1, 0, 2) is not None
+    for pk in range(3, 12):
+        conversation_cache.put(pk, 0, short_chat(pk))
+    # then the one used least recently went, and the cache holds no more than its budget
+    kept = [pk for pk in range(1, 12) if conversation_cache.get(pk, 0, 2) is not None]
+    held = conversation_cache.held_bytes()
+    conversation_cache.clear()
+    assert kept == [1, *range(3, 12)]
+    assert held <= conversation_cache.budget()

@@ -8,7 +8,9 @@ import pytest
 
 from processes.actions.create import create_process
 from processes.models import ThinkProcess
-from tests.conftest import open_session, wait_until
+from tests.support.marvin import result
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,6 +51,11 @@ def test_a_process_created_without_recipe_or_engine_thinks_deeply(alice, script)
                         "arguments": {"tasks": [{"kind": "WORKER", "title": "Look"}]},
                     }
                 ],
+            },
+            {
+                "recipe": "marvin-worker",
+                "step": "report",
+                "tool_calls": [{"name": "report_result", "arguments": result("looked")}],
             },
             {"recipe": "marvin-worker", "reply": "looked"},
             {"step": "aggregate", "reply": "## Report\nlooked"},

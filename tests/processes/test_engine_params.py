@@ -19,7 +19,8 @@ from processes.actions import create, steer
 from processes.models import ThinkProcess
 from processes.states import Status
 from recipes_app.models import Recipe, RecipeScope
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import BadRequest
 
 

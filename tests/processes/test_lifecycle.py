@@ -14,12 +14,13 @@ from django.utils import timezone
 from engines.registry import _registry
 from processes import recovery
 from processes.actions import create, lifecycle, steer
+from processes.actions.sessions import close_session
 from processes.lane import lease as lanes
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import SessionEvent
-from sessions_app.services import close_session
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict, NotFound
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,5 +1,5 @@
 """An engine's LLM calls say who makes them (engine, step, recipe), so a scripted provider's
-rules can target one step of one engine (PROTOCOL.md, "Scripted provider, second stage")."""
+rules can target one step of one engine (docs/protocol.md, "Scripted provider")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import pytest
 
 from processes.actions.create import create_process
 from processes.models import ConversationMessage
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 
 
 @pytest.mark.django_db(transaction=True)

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from processes.actions.sessions import create_session
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.states import Status
-from sessions_app.services import FingerprintData, create_session
+from sessions_app.services import FingerprintData
 
 ROOT = Path(__file__).resolve().parents[2]
 SENDERS = 8

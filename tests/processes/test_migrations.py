@@ -8,7 +8,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 from processes.actions.steer import steer_process
 from processes.models import PendingKind, PendingMessage, ThinkProcess
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,10 +6,11 @@ import pytest
 
 from processes.actions.create import create_process
 from processes.actions.lifecycle import pause_process, resume_process, stop_process
+from processes.actions.sessions import create_session
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.states import Status
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import wait_until
+from sessions_app.services import FingerprintData
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +41,7 @@ def test_a_stopped_child_reports_to_its_parent_which_wakes_and_reads_it(alice):
     assert report.payload["event"] == "STOPPED"
     assert "count the stars" in report.payload["text"]
 
-    # the parent's LLM reads it behind the tag of PROTOCOL.md
+    # the parent's LLM reads it behind the tag of docs/protocol.md
     seen = f"[report from {child.public_id} (ford): STOPPED]\n{report.payload['text']}"
 
     def answered() -> bool:

@@ -16,7 +16,8 @@ from processes.lane import driver
 from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import Status
 from sessions_app.models import SessionEvent
-from tests.conftest import open_session, wait_until
+from tests.support.tenancy import open_session
+from tests.support.waiting import at_rest, wait_until
 from vancetope.llm.base import CallInfo, LlmError, LlmMessage, LlmProvider, StreamItem, ToolSchema
 from vancetope.llm.scripted import ScriptedProvider
 
@@ -37,28 +38,20 @@ class FlakyProvider(LlmProvider):
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
         self.calls += 1
         if self.down:
             raise LlmError("connection to the provider refused")
-        return self._echo.stream(messages, tools, info)
+        return self._echo.stream(messages, tools, info, force_tool=force_tool)
 
 
 @pytest.fixture
 def flaky(monkeypatch: pytest.MonkeyPatch) -> FlakyProvider:
     provider = FlakyProvider()
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
+    monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: provider)
     return provider
-
-
-def settled(process_id: int, status: str) -> ThinkProcess:
-    def check() -> ThinkProcess | None:
-        row = ThinkProcess.objects.get(pk=process_id)
-        return row if row.status == status and not row.lease_owner else None
-
-    found = wait_until(check)
-    assert found is not None
-    return found
 
 
 @pytest.mark.django_db(transaction=True)
@@ -72,7 +65,7 @@ def test_a_chat_whose_provider_is_down_waits_with_the_error_and_keeps_the_messag
     # when the person chats
     steer.send_chat(session.pk, "are you there?")
     # then after its attempts the chat process waits, saying why, and nothing is lost
-    waiting = settled(chat_id, Status.BLOCKED)
+    waiting = at_rest(chat_id, Status.BLOCKED)
     assert flaky.calls == driver.MAX_TURN_ATTEMPTS
     assert waiting.last_error == (
         "the LLM provider failed: LlmError: connection to the provider refused"
@@ -84,13 +77,13 @@ def test_a_chat_whose_provider_is_down_waits_with_the_error_and_keeps_the_messag
     assert "send process-resume" in notice.data["text"]
     # and the sweep does not retry it on its own
     recovery.recover_lanes(min_pending_age=timedelta(0))
-    settled(chat_id, Status.BLOCKED)
+    at_rest(chat_id, Status.BLOCKED)
     assert flaky.calls == driver.MAX_TURN_ATTEMPTS
     # when the provider is back and the person writes again
     flaky.down = False
     steer.send_chat(session.pk, "hello?")
     # then both messages are answered, in order, and the error is gone
-    idle = settled(chat_id, Status.IDLE)
+    idle = at_rest(chat_id, Status.IDLE)
 
     def answers() -> list[str]:
         rows = ConversationMessage.objects.filter(process_id=chat_id, role="assistant")
@@ -114,7 +107,7 @@ def test_a_worker_whose_provider_is_down_tells_its_parent_it_waits_and_why(
     worker = create.create_process(session, goal="", engine="ford", parent=parent)
     # when the worker is steered
     steer.steer_process(worker.pk, "do it")
-    settled(worker.pk, Status.BLOCKED)
+    at_rest(worker.pk, Status.BLOCKED)
     # then its parent is told it is BLOCKED, with the provider's error
     report = wait_until(
         lambda: PendingMessage.objects.filter(process_id=parent.pk, kind="PARENT_REPORT").first()
@@ -140,7 +133,7 @@ def test_a_worker_spawned_while_the_provider_is_down_waits_blocked_and_tells_its
     # when it gets a frankie worker with a goal
     worker = create.create_process(session, goal="list the files", engine="frankie", parent=parent)
     # then the worker's first turn waits BLOCKED with the error, its goal kept
-    blocked = settled(worker.pk, Status.BLOCKED)
+    blocked = at_rest(worker.pk, Status.BLOCKED)
     assert blocked.last_error.startswith("the LLM provider failed")
     assert blocked.waiting == 1
     report = wait_until(
@@ -152,7 +145,7 @@ def test_a_worker_spawned_while_the_provider_is_down_waits_blocked_and_tells_its
     # (and, as a worker, finishes with it)
     flaky.down = False
     steer.steer_process(worker.pk, "try again")
-    done = settled(worker.pk, Status.CLOSED)
+    done = at_rest(worker.pk, Status.CLOSED)
     assert done.close_reason == "DONE"
     users = ConversationMessage.objects.filter(process_id=worker.pk, role="user")
     assert [m.content for m in users] == ["list the files"]
@@ -179,7 +172,7 @@ def test_a_turn_retried_after_two_provider_failures_sends_the_users_message_once
     wait_until(
         lambda: ConversationMessage.objects.filter(process_id=chat_id, role="assistant").exists()
     )
-    settled(chat_id, Status.IDLE)
+    at_rest(chat_id, Status.IDLE)
     # then the third attempt answered, and "hello" went out as one chat-message
     assert flaky.calls == 3
     sent = SessionEvent.objects.filter(session_id=session.pk, event="chat-message")

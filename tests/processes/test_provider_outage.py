@@ -13,8 +13,8 @@ from channels.db import database_sync_to_async
 
 from processes.lane import driver
 from processes.models import PendingMessage, ThinkProcess
-from tests.sessions_app.test_consumer import Client, bearer, connect, open_session
 from tests.support.openai_stub import OpenAIStubServer, send_json
+from tests.support.ws import Client, bearer, connect, open_session
 from vancetope.llm.factory import reset_provider_cache
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

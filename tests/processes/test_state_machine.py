@@ -1,4 +1,4 @@
-"""A hypothesis state machine over the lifecycle service (ARCHITECTURE §4).
+"""A hypothesis state machine over the lifecycle service.
 
 Several ford processes of one session are driven through the public service calls (create,
 start, steer, pause, resume, suspend, stop, reset), a simulated worker crash and a Brain restart
@@ -48,7 +48,8 @@ from hypothesis.stateful import (
 
 from processes import recovery
 from processes.actions import create, lifecycle, steer
-from processes.lane import boundary
+from processes.actions.sessions import create_session
+from processes.lane import interrupts
 from processes.lane import lease as lanes
 from processes.lane.worker import InProcessWorker, shutdown_worker
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
@@ -63,8 +64,8 @@ from processes.states import (
     is_allowed,
 )
 from sessions_app.models import Session
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy
 from vancetope.errors import Conflict, Unavailable
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -74,7 +75,7 @@ MAX_PROCESSES = 5
 # intervals, so an interrupt that arrives meanwhile stops the turn at a boundary.
 SLOW_WORD = "slow"
 SLOW_REPLY = "a slow answer comes word by word"
-SLOW_DELAY_PER_DELTA = boundary.BOUNDARY_CHECK_SECONDS / 4
+SLOW_DELAY_PER_DELTA = interrupts.BOUNDARY_CHECK_SECONDS / 4
 # How long steer_then_interrupt waits for the turn to begin before it interrupts anyway.
 MID_TURN_WAIT = 2.0
 # How long a lifecycle call waits for a lane held by a dead worker before it answers 503.

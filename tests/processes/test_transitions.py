@@ -18,7 +18,8 @@ from processes.actions import create, lifecycle, steer
 from processes.models import ProcessTransition, ThinkProcess
 from processes.states import TRANSITIONS, Call, CloseReason, Status, check_call
 from sessions_app.models import SessionEvent
-from tests.conftest import Tenancy, open_session, wait_until
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Undo for human clients (issue 17, PROTOCOL.md `process-undo`), through the service layer:
+"""Undo for human clients (issue 17, docs/protocol.md `process-undo`), through the service layer:
 an arthur turn that spawned a child and posted an inbox item is taken back whole; a system
 session's process, a RUNNING one and a turn older than the kept snapshots are refused and
 nothing changes."""
@@ -19,6 +19,7 @@ from engines.messages import PendingMessage as Message
 from inbox.models import InboxItem, InboxStatus
 from inbox.services import do_answer
 from processes.actions import lifecycle, steer
+from processes.actions.sessions import create_session
 from processes.actions.undo import undo_turn
 from processes.admin import UNDONE_STYLE
 from processes.models import (
@@ -31,8 +32,9 @@ from processes.models import (
 from processes.states import CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
 from sessions_app.models import Session, SessionEvent
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import Tenancy, open_session, wait_until
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy, open_session
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict, NotFound
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from processes.models import PendingMessage
-from tests.infra.test_turn_queries import LANE, PENDING, chat, shape, shapes
-
-__all__ = ["chat"]  # the fixture, used by name
+from tests.support.turn_queries import LANE, PENDING, shape, shapes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,17 +16,18 @@ from typing import Any
 
 import pytest
 import yaml
-from django.db import connection
 
 from processes.actions.create import create_process
+from processes.actions.sessions import create_session
 from processes.actions.steer import send_chat
 from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
 from processes.recovery import recover_lanes
 from processes.states import Status
 from sessions_app.models import Session
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import wait_until
+from sessions_app.services import FingerprintData
 from tests.e2e.brain import CeleryWorker
+from tests.support.marvin import plan, worker, worker_env
+from tests.support.waiting import wait_until
 from vancetope.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,23 +45,6 @@ pytestmark = [
     ),
     pytest.mark.timeout(900),
 ]
-
-
-def worker_env(queue: str, script: Path, var_dir: Path, **extra: str) -> dict[str, str]:
-    """The environment of a Celery worker on the test database, our queue and script."""
-    database = connection.settings_dict
-    return {
-        **os.environ,
-        "DATABASE_URL": (
-            f"postgresql://{database['USER']}@{database['HOST']}:{database['PORT']}/"
-            f"{database['NAME']}"
-        ),
-        "VANCETOPE_TASK_QUEUE": queue,
-        "VANCETOPE_LLM_SCRIPT": str(script),
-        "VANCETOPE_WORKER": "celery",
-        "VANCETOPE_VAR_DIR": str(var_dir),
-        **extra,
-    }
 
 
 @dataclass(frozen=True)
@@ -182,40 +166,35 @@ def test_sigterm_stops_a_running_turn_at_the_boundary_and_releases_the_lease(cel
     assert not ConversationMessage.objects.filter(process_id=chat_id).exists()
 
 
+SLOW = ("the second task", "the third task", "the fourth task")
 MARVIN_SCRIPT = [
-    # Each rule fires once: a plan or a first task run again would get the echo, and the
-    # tree would fail or show it.
+    # Each rule fires once: a plan or a task run again would get the echo, and the tree would
+    # fail or show it.
     {
         "engine": "marvin",
         "step": "plan",
         "times": 1,
-        "tool_calls": [
-            {
-                "name": "plan_tasks",
-                "arguments": {
-                    "tasks": [
-                        {"kind": "WORKER", "title": "First", "goal": "the first task"},
-                        {"kind": "WORKER", "title": "Second", "goal": "the second task"},
-                        {"kind": "AGGREGATE", "title": "Report"},
-                    ]
-                },
-            }
-        ],
+        "tool_calls": plan(
+            {"kind": "WORKER", "title": "First", "goal": "the first task"},
+            *({"kind": "WORKER", "title": goal, "goal": goal} for goal in SLOW),
+            {"kind": "AGGREGATE", "title": "Report"},
+        ),
     },
-    {"engine": "frankie", "match": "the first task", "times": 1, "reply": "first done"},
-    # Slow, so that the worker OS process is killed while the second worker runs.
-    {"engine": "frankie", "match": "the second task", "reply": "second done", "delay": 2},
-    {"engine": "marvin", "step": "aggregate", "times": 1, "reply": "both done"},
+    *worker("the first task", "first done", times=1),
+    # Slow, so that the worker OS process is killed while these three run side by side.
+    *(rule for goal in SLOW for rule in worker(goal, f"{goal} done", delay=2)),
+    {"engine": "marvin", "step": "aggregate", "times": 1, "reply": "all done"},
 ]
 
 
-def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rerunning_one(
+def test_a_marvin_tree_whose_worker_is_killed_while_three_workers_run_finishes_each_once(
     celery_lanes,
 ):
-    # given a marvin tree driven by Celery workers, its first node done, its second running
+    # given a marvin tree driven by Celery workers (five threads: marvin and four workers),
+    # its first node done and its three other workers running at once
     lanes = celery_lanes("marvin", MARVIN_SCRIPT, VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS))
     env, queue, session = lanes.env, lanes.queue, lanes.session
-    workers = [CeleryWorker(env, queue, "worker-0")]
+    workers = [CeleryWorker(env, queue, "worker-0", threads=5)]
 
     def tree_nodes() -> list[dict[str, Any]]:
         tree = ThinkProcess.objects.get(pk=marvin.pk).engine_state.get("taskTree") or {}
@@ -225,17 +204,16 @@ def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rer
         return [node["status"] for node in tree_nodes()]
 
     try:
-        marvin = create_process(session, recipe="deep-think", goal="two tasks")
-        wait_until(lambda: nodes()[1:3] == ["DONE", "RUNNING"], timeout=60, interval=0.05)
-        second_id = int(tree_nodes()[2]["processId"].removeprefix("tp_"))
-        killed_holding = wait_until(
-            lambda: ThinkProcess.objects.filter(pk=second_id).exclude(lease_owner="").first(),
-            timeout=30,
-            interval=0.02,
-        )
+        marvin = create_process(session, recipe="deep-think", goal="four tasks")
+        running = ["DONE", "RUNNING", "RUNNING", "RUNNING"]
+        wait_until(lambda: nodes()[1:5] == running, timeout=60, interval=0.05)
+        slow_ids = [int(node["processId"].removeprefix("tp_")) for node in tree_nodes()[2:5]]
+        holding = ThinkProcess.objects.filter(pk__in=slow_ids).exclude(lease_owner="")
+        wait_until(lambda: holding.count() == 3, timeout=30, interval=0.02)
+        killed_holding = {row.pk: row.lease_fence for row in holding}
         # when the worker OS process dies there and a fresh one takes over
         workers[-1].kill()
-        workers.append(CeleryWorker(env, queue, "worker-1"))
+        workers.append(CeleryWorker(env, queue, "worker-1", threads=5))
 
         # then the sweeper brings the dead lanes back and the tree completes
         def closed() -> bool:
@@ -244,27 +222,74 @@ def test_a_marvin_tree_whose_worker_is_killed_between_nodes_finishes_without_rer
 
         wait_until(closed, timeout=LEASE_SECONDS + 60, interval=0.3)
     finally:
-        for worker in workers:
-            worker.stop()
+        for worker_process in workers:
+            worker_process.stop()
 
     done = ThinkProcess.objects.get(pk=marvin.pk)
     assert (done.close_reason, done.last_error) == ("DONE", ""), done.last_error
     tree = done.engine_state["taskTree"]["nodes"]
-    assert [node["status"] for node in tree] == ["DONE"] * 4
-    # a worker's result is its report: its goal, its outcome and its answer
-    assert [node["result"].split("\n")[-1] for node in tree[1:]] == [
+    assert [node["status"] for node in tree] == ["DONE"] * 6
+    # a worker's result is its structured result
+    assert [node["result"]["summary"] for node in tree[1:5]] == [
         "first done",
-        "second done",
-        "both done",
+        *(f"{goal} done" for goal in SLOW),
     ]
-    # one worker process per WORKER node, and the first one answered once
+    assert tree[5]["result"] == "all done"
+    # one worker process per WORKER node, each of which answered once
     workers_of_tree = ThinkProcess.objects.filter(parent_id=marvin.pk).order_by("pk")
-    assert [f"tp_{w.pk}" for w in workers_of_tree] == [node["processId"] for node in tree[1:3]]
-    first = workers_of_tree[0]
-    answers = ConversationMessage.objects.filter(process_id=first.pk, role="assistant")
-    assert [a.content for a in answers] == ["first done"]
-    second = workers_of_tree[1]
-    # and the kill did land while the second worker held its lane (its start, which runs the
-    # task, is the whole of its work); a later lease, in the fresh worker, finished it
-    assert killed_holding.lease_owner, "the kill did not land mid-task"
-    assert second.lease_fence > killed_holding.lease_fence
+    assert [f"tp_{w.pk}" for w in workers_of_tree] == [node["processId"] for node in tree[1:5]]
+    for child in workers_of_tree:
+        answers = ConversationMessage.objects.filter(process_id=child.pk, role="assistant")
+        assert answers.count() == 1, child.public_id
+    # and the kill did land while the three slow workers held their lanes; later leases, in
+    # the fresh worker, finished them
+    for child in workers_of_tree[1:]:
+        assert child.lease_fence > killed_holding[child.pk]
+
+
+def spawn_then_answer(reply_delay: float) -> list[dict[str, Any]]:
+    create = {"name": "process_create", "arguments": {"recipe": "ford", "goal": "count rings"}}
+    return [
+        {"engine": "arthur", "match": "^rings$", "times": 1, "tool_calls": [create]},
+        {"engine": "arthur", "match": "^rings$", "reply": "Started.", "delay": reply_delay},
+        {"engine": "ford", "reply": "seven"},
+        {"engine": "arthur", "reply": "Noted."},
+    ]
+
+
+def test_a_child_spawned_by_a_turn_whose_worker_is_killed_before_the_commit_is_removed(
+    celery_lanes, tmp_path
+):
+    # given a chat turn, driven by a Celery worker, that spawned a ford child and streams slowly
+    lanes = celery_lanes(
+        "spawn", spawn_then_answer(reply_delay=60), VANCETOPE_LEASE_SECONDS=str(LEASE_SECONDS)
+    )
+    env, queue, session = lanes.env, lanes.queue, lanes.session
+    chat_id = session.chat_process_id
+    workers = [CeleryWorker(env, queue, "worker-0")]
+
+    def children() -> list[ThinkProcess]:
+        return list(ThinkProcess.objects.filter(parent_id=chat_id).order_by("pk"))
+
+    try:
+        send_chat(session.pk, "rings")
+        wait_until(lambda: [c.status for c in children()] == [Status.INIT], timeout=60)
+        # when the worker dies before the turn commits, and a fresh one (with a quick
+        # script) takes over
+        workers[-1].kill()
+        (tmp_path / "spawn.yaml").write_text(yaml.safe_dump(spawn_then_answer(reply_delay=0)))
+        workers.append(CeleryWorker(env, queue, "worker-1"))
+
+        # then the sweeper brings the lane back, and the retried turn answers
+        def answered() -> bool:
+            recover_lanes(min_pending_age=timedelta(0))
+            return ConversationMessage.objects.filter(process_id=chat_id, role="assistant").exists()
+
+        wait_until(answered, timeout=LEASE_SECONDS + 60, interval=0.3)
+        # and exactly one child exists, the committed turn's, which starts
+        wait_until(lambda: [c.status != Status.INIT for c in children()] == [True], timeout=30)
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert len(children()) == 1
+    assert not children()[0].uncommitted_spawn

@@ -19,7 +19,7 @@ from recipes_app.strategies import (
     resolve_strategy,
     sync_bundled_strategies,
 )
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 
 GOOD = {
     "name": "check-twice",

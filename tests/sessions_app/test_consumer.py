@@ -1,4 +1,4 @@
-"""The WebSocket contract of PROTOCOL.md, through the real ASGI stack (auth, origin, routing)."""
+"""The WebSocket contract of docs/protocol.md, through the real ASGI stack (auth, origin)."""
 
 from __future__ import annotations
 
@@ -9,96 +9,13 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from processes.models import PendingMessage, ThinkProcess
+from processes.models import PendingMessage
 from processes.states import Status
 from sessions_app.models import Session, SessionStatus
-from tests.conftest import Tenancy
+from tests.support.ws import FINGERPRINT, Client, bearer, connect, open_session, process_row
 from vancetope.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-FINGERPRINT = {"machineId": "machine-a", "workingDir": "/home/a/project"}
-
-
-class Client:
-    """A WebSocket client speaking PROTOCOL.md frames."""
-
-    def __init__(self, communicator: WebsocketCommunicator) -> None:
-        self.ws = communicator
-        self.counter = 0
-        self.events: list[dict[str, Any]] = []
-
-    async def request(self, kind: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send a request and return its reply (or error), collecting events meanwhile."""
-        self.counter += 1
-        request_id = f"c{self.counter}"
-        frame: dict[str, Any] = {"type": kind, "id": request_id}
-        if data is not None:
-            frame["data"] = data
-        await self.ws.send_to(text_data=json.dumps(frame))
-        return await self.reply_to(request_id)
-
-    async def reply_to(self, request_id: str) -> dict[str, Any]:
-        while True:
-            frame = json.loads(await self.ws.receive_from(timeout=10))
-            if frame.get("type") == "event":
-                self.events.append(frame)
-            elif frame.get("replyTo") == request_id:
-                return frame
-
-    async def next_reply(self) -> dict[str, Any]:
-        """The next frame that is not an event (for frames sent without an id)."""
-        while True:
-            frame = json.loads(await self.ws.receive_from(timeout=10))
-            if frame.get("type") != "event":
-                return frame
-            self.events.append(frame)
-
-    async def event(self, name: str, after: int = 0, **match: Any) -> dict[str, Any]:
-        """The first event of that name after seq `after` whose data contains `match`
-        (already collected or still to come)."""
-
-        def wanted(frame: dict[str, Any]) -> bool:
-            return (
-                frame["event"] == name
-                and frame["seq"] > after
-                and match.items() <= frame["data"].items()
-            )
-
-        for frame in self.events:
-            if wanted(frame):
-                return frame
-        while True:
-            frame = json.loads(await self.ws.receive_from(timeout=10))
-            if frame.get("type") == "event":
-                self.events.append(frame)
-                if wanted(frame):
-                    return frame
-
-
-async def connect(headers: list[tuple[bytes, bytes]], path: str = "/ws/brain/") -> Client:
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, _ = await communicator.connect()
-    assert connected
-    return Client(communicator)
-
-
-def bearer(tenancy: Tenancy) -> list[tuple[bytes, bytes]]:
-    return [(b"authorization", f"Bearer {tenancy.token}".encode())]
-
-
-async def open_session(client: Client, tenancy: Tenancy, **extra: Any) -> dict[str, Any]:
-    reply = await client.request(
-        "session-create",
-        {"clientType": "cli", "projectId": tenancy.project_id, "fingerprint": FINGERPRINT, **extra},
-    )
-    assert reply["type"] == "session-created", reply
-    return reply["data"]
-
-
-@database_sync_to_async
-def process_row(public_id: str) -> ThinkProcess:
-    return ThinkProcess.objects.get(pk=int(public_id.removeprefix("tp_")))
 
 
 async def test_new_user_flow_chat_list_stop_steer_and_bad_frame(alice):
@@ -449,7 +366,7 @@ async def test_an_unexpected_failure_is_an_internal_error_and_the_socket_stays_o
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr("processes.actions.steer.steer_many", broken)
-    monkeypatch.setattr("processes.queries.get_visible_process", broken)
+    monkeypatch.setattr("processes.queries.get_readable_process", broken)
     # a failing steer (applied in a batch) and a failing request both get a 500 that hides
     # the cause from the client
     for kind, data in [
@@ -472,7 +389,7 @@ async def test_a_frame_for_a_socket_that_just_closed_is_dropped_not_raised():
     # (daphne then refuses the send with autobahn's Disconnected)
     from autobahn.exception import Disconnected
 
-    from sessions_app.consumers import BrainConsumer
+    from gateway.consumer import BrainConsumer
 
     consumer = BrainConsumer()
     sent: list[dict[str, Any]] = []

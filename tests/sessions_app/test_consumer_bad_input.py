@@ -8,7 +8,7 @@ from channels.db import database_sync_to_async
 
 from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeScope
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.ws import bearer, connect, open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -98,7 +98,7 @@ async def test_a_frame_nested_100000_deep_is_a_400_and_the_socket_stays_open(ali
     [
         ("chat", {"text": "hel\x00lo"}, "data.text"),
         ("process-create", {"goal": "a\x00b", "thinkEngine": "ford"}, "data.goal"),
-        ("process-create", {"goal": "g", "params": {"k": "a\x00"}}, "data.params"),
+        ("process-create", {"goal": "g", "params": {"k": "a\x00"}}, "data.params.k"),
     ],
 )
 async def test_a_nul_character_in_free_text_is_a_400_naming_the_field(alice, kind, data, field):
@@ -140,3 +140,43 @@ async def test_a_nul_character_in_the_machine_id_is_a_400_naming_the_field(alice
     assert reply["data"]["code"] == 400, reply
     assert reply["data"]["field"] == "data.fingerprint.machineId"
     assert (await open_session(client, alice))["session"]["status"] == "OPEN"
+
+
+@pytest.mark.parametrize(
+    ("frame", "field"),
+    [
+        ('{"type": "chat", "id": "c", "data": {"text": "a\\ud800"}}', "data.text"),
+        ('{"type": "process-create", "id": "c", "data": {"goal": "\\udfff"}}', "data.goal"),
+        ('{"type": "process-create", "data": {"params": {"n": 1e999}}}', "data.params.n"),
+        ('{"type": "process-list", "id": "a\\ud800"}', "id"),
+        ('{"type": "process-list", "id": "a\\u0000"}', "id"),
+    ],
+)
+async def test_a_lone_surrogate_or_an_infinite_number_is_a_400_naming_the_field(
+    alice, frame, field
+):
+    # given an open session
+    client = await connect(bearer(alice))
+    created = await open_session(client, alice)
+    # when a frame carries a lone surrogate (or a number JSON cannot hold) in one field
+    await client.ws.send_to(text_data=frame)
+    reply = await client.next_reply()
+    # then it is refused naming the field, nothing is created, and the socket stays open
+    assert reply["type"] == "error", reply
+    assert reply["data"]["code"] == 400, reply
+    assert reply["data"]["field"] == field
+    assert await process_count(created["session"]["id"]) == 1
+    assert (await client.request("process-list"))["type"] == "process-list"
+
+
+async def test_a_number_of_5000_digits_is_a_400_and_the_socket_stays_open(alice):
+    client = await connect(bearer(alice))
+    await open_session(client, alice)
+    # when a frame holds an integer of 5,000 digits
+    frame = '{"type": "process-unsend", "id": "u", "data": {"processId": "tp_1", "seq": %s}}'
+    await client.ws.send_to(text_data=frame.replace("%s", "9" * 5000))
+    reply = await client.next_reply()
+    # then it is refused as a number too long to read, and the socket answers on
+    assert reply["data"]["code"] == 400, reply
+    assert "number" in reply["data"]["message"]
+    assert (await client.request("process-list"))["type"] == "process-list"

@@ -1,11 +1,11 @@
-"""The process-start and process-reset frames of PROTOCOL.md, through the real ASGI stack."""
+"""The process-start and process-reset frames of docs/protocol.md, through the real ASGI stack."""
 
 from __future__ import annotations
 
 import pytest
 
 from processes.states import Status
-from tests.sessions_app.test_consumer import bearer, connect, open_session, process_row
+from tests.support.ws import bearer, connect, open_session, process_row
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

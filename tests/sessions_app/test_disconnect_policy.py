@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from sessions_app.models import Session
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.ws import bearer, connect, open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -86,3 +86,26 @@ async def test_a_client_that_closes_suspends_its_session_once(alice):
     await client.ws.disconnect()
     # then the session is suspended
     assert await wait_for_status(session_id, "SUSPENDED") == "SUSPENDED"
+
+
+async def test_a_socket_bound_to_another_session_applies_the_earlier_ones_policy(alice):
+    # given a socket that opened a session closing on disconnect, then a suspending one
+    client = await connect(bearer(alice))
+    first = (await open_session(client, alice, onDisconnect="CLOSE"))["session"]["id"]
+    second = (await open_session(client, alice))["session"]["id"]
+    # when the socket was re-bound to the second and then disconnects
+    await client.ws.disconnect()
+    # then the first session's policy ran too (CLOSED), and the second's (SUSPENDED)
+    assert await wait_for_status(first, "CLOSED") == "CLOSED"
+    assert await wait_for_status(second, "SUSPENDED") == "SUSPENDED"
+
+
+async def test_a_session_the_socket_leaves_for_another_follows_its_policy_at_once(alice):
+    # given a cli session (policy SUSPEND) on a socket
+    client = await connect(bearer(alice))
+    first = (await open_session(client, alice))["session"]["id"]
+    # when the same socket creates another session
+    await open_session(client, alice)
+    # then the first no longer has a client: it is suspended while the socket stays open
+    assert await wait_for_status(first, "SUSPENDED") == "SUSPENDED"
+    assert (await client.request("process-list"))["type"] == "process-list"

@@ -10,11 +10,12 @@ from django.apps import apps as django_apps
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
+from processes.actions.sessions import create_session, suspend_idle_sessions
 from processes.models import ThinkProcess
 from processes.states import Status
+from processes.tasks import sweep_idle_sessions_task
 from sessions_app.models import DisconnectPolicy, Session, SessionStatus
-from sessions_app.services import FingerprintData, create_session, suspend_idle_sessions
-from sessions_app.tasks import sweep_idle_sessions_task
+from sessions_app.services import FingerprintData
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

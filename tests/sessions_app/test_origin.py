@@ -7,8 +7,8 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 
-from sessions_app.auth import TokenAuthMiddleware, origin_validator
-from sessions_app.routing import websocket_urlpatterns
+from gateway.auth import TokenAuthMiddleware, origin_validator
+from gateway.routing import websocket_urlpatterns
 from vancetope.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

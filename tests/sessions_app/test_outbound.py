@@ -1,4 +1,4 @@
-"""Every frame the Brain sends is one of the models of sessions_app/protocol/outbound.py, and
+"""Every frame the Brain sends is one of the models of protocol/outbound.py, and
 that model gives back the very frame: nothing added, nothing lost, nothing undeclared."""
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ from inbox.services import post_item
 from processes.lane.driver import _failure_notice
 from processes.models import ThinkProcess
 from processes.transitions import status_event
+from protocol import outbound as out
 from sessions_app.event_sink import EventSink
 from sessions_app.events import emit_events
 from sessions_app.models import Session, SessionEvent
-from sessions_app.protocol import outbound as out
 from spaces.actions.agent import start_space
-from tests.conftest import open_session
-from tests.sessions_app.test_consumer import FINGERPRINT, bearer, connect
+from tests.support.tenancy import open_session
+from tests.support.ws import FINGERPRINT, bearer, connect
 from tests.triggers.helpers import REVIEW, create_workflow
 from vancetope.llm.scripted import ScriptedProvider
 
-# PROTOCOL.md, "Events" of the first stage, the reply types of its request table, and the
+# docs/protocol.md, "Events" of the first stage, the reply types of its request table, and the
 # second stage's inbox replies.
 PROTOCOL_EVENTS = [
     "process-status",
@@ -123,10 +123,10 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     # given an LLM that asks for the client's shell once
     script = [{"match": "list the files", "times": 1, "tool_calls": [SHELL_RUN_CALL]}]
     provider = ScriptedProvider(script)
-    monkeypatch.setattr("processes.lane.context.get_provider", lambda config=None: provider)
+    monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: provider)
     client = await connect(bearer(alice))
     recording = client.ws = Recording(client.ws)
-    # when a client goes through every request PROTOCOL.md offers
+    # when a client goes through every request docs/protocol.md offers
     created = await client.request(
         "session-create",
         {

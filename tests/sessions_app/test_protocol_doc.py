@@ -5,12 +5,13 @@ the docs and points at nothing outside the repository."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from sessions_app.protocol import inbound, outbound
+from protocol import inbound, outbound
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = (ROOT / "docs" / "protocol.md").read_text()
@@ -71,16 +72,37 @@ def test_every_scripted_rule_key_is_documented():
 
 
 def test_the_readme_links_the_docs_and_nothing_outside_the_repository():
-    for doc in ("docs/protocol.md", "docs/architecture.md", "docs/engines.md"):
-        assert f"]({doc})" in README, doc
+    for doc in sorted(ROOT.glob("docs/*.md")):
+        assert f"](docs/{doc.name})" in README, doc.name
+    assert "](CONTRIBUTING.md)" in README
     for text, where in (
         (README, ROOT),
+        ((ROOT / "CONTRIBUTING.md").read_text(), ROOT),
         *((p.read_text(), p.parent) for p in ROOT.glob("docs/*.md")),
     ):
         assert "PROTOCOL.md" not in text
         assert "ARCHITECTURE" not in text
         assert "/work/" not in text
+        assert "../shared" not in text
+        assert not re.search(r"\bseed 0\d\d", text)
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
             if "://" in target:
                 continue
             assert (where / target).exists(), target
+
+
+def test_the_readme_is_an_entry_page_not_a_manual():
+    assert len(README.splitlines()) <= 300
+
+
+def test_no_code_names_a_document_outside_the_repository():
+    tracked = subprocess.run(
+        ["git", "ls-files", "*.py", "*.js", "*.html", "*.toml", "*.yaml", ".ci/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    outside = re.compile(r"ARCHITECTURE §|PROTOCOL\.md|\bseed 0\d\d|\.\./shared")
+    named = [path for path in tracked if outside.search((ROOT / path).read_text())]
+    assert named == [Path(__file__).relative_to(ROOT).as_posix()]

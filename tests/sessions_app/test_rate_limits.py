@@ -11,7 +11,7 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
 from processes.models import PendingMessage, ThinkProcess
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.ws import bearer, connect, open_session
 from vancetope.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -110,12 +110,12 @@ async def open_with_token(token: str) -> WebsocketCommunicator:
 
 async def test_wrong_tokens_past_the_limit_are_429_then_closed(alice, settings):
     settings.VANCETOPE_RATE_TOKEN_FAILURES = "3/minute"
-    # given three wrong tokens, each closed as unauthenticated
-    for n in range(3):
-        socket = await open_with_token(f"vt_wrong{n}")
+    # given three tries of a wrong token, each closed as unauthenticated
+    for _ in range(3):
+        socket = await open_with_token("vt_wrong-token")
         assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4401}
-    # when a fourth attempt comes from the same address, with the right token even
-    socket = await open_with_token(alice.token)
+    # when a fourth try of it comes from the same address
+    socket = await open_with_token("vt_wrong-token")
     # then it is told to wait, and closed
     frame = json.loads(await socket.receive_from(timeout=5))
     assert (frame["type"], frame["data"]["code"], frame["data"]["error"]) == (
@@ -126,3 +126,7 @@ async def test_wrong_tokens_past_the_limit_are_429_then_closed(alice, settings):
     assert frame["data"]["retryAfter"] >= 1
     assert "too many wrong API tokens" in frame["data"]["message"]
     assert await socket.receive_output(timeout=5) == {"type": "websocket.close", "code": 4429}
+    # and a valid token from the same address is not refused for that client's failures
+    right = await open_with_token(alice.token)
+    assert await right.receive_nothing(timeout=0.3)
+    await right.disconnect()

@@ -1,4 +1,4 @@
-"""Resync over the WebSocket (PROTOCOL.md: session-resume with sinceSeq → missed[]).
+"""Resync over the WebSocket (docs/protocol.md: session-resume with sinceSeq → missed[]).
 
 A client that disconnects and reconnects 50 times while a process streams receives every event
 exactly once, in seq order, after resync. The chat process streams slowly because the scripted
@@ -22,8 +22,8 @@ from channels.testing import WebsocketCommunicator
 
 from processes.models import ConversationMessage
 from sessions_app.models import Session
-from tests.conftest import Tenancy
-from tests.sessions_app.test_consumer import FINGERPRINT, bearer
+from tests.support.tenancy import Tenancy
+from tests.support.ws import FINGERPRINT, bearer
 from vancetope.asgi import application
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from sessions_app.models import Session
-from tests.sessions_app.test_consumer import Client, bearer, connect, open_session
+from tests.support.ws import Client, bearer, connect, open_session
 from vancetope.tenancy.models import ApiToken, hash_token
 from vancetope.tenancy.services import revoke_token
 

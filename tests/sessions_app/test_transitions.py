@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from processes.actions.sessions import (
+    close_session,
+    disconnect_session,
+    resume_session,
+    suspend_session,
+)
 from sessions_app import transitions
 from sessions_app.models import (
     Session,
@@ -14,15 +20,9 @@ from sessions_app.models import (
     SessionTransition,
     SuspendCause,
 )
-from sessions_app.services import (
-    FingerprintData,
-    close_session,
-    disconnect_session,
-    resume_session,
-    suspend_session,
-)
+from sessions_app.services import FingerprintData
 from sessions_app.transitions import SessionCall
-from tests.conftest import open_session
+from tests.support.tenancy import open_session
 from vancetope.errors import Conflict
 
 pytestmark = pytest.mark.django_db(transaction=True)

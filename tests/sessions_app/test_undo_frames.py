@@ -14,8 +14,8 @@ from processes import recovery
 from processes.capabilities import conversation_cache
 from processes.lane.worker import shutdown_worker
 from processes.models import PendingMessage, ThinkProcess
-from tests.sessions_app.test_consumer import FINGERPRINT, Client, bearer, connect, open_session
 from tests.support.openai_stub import OpenAIStubServer
+from tests.support.ws import FINGERPRINT, Client, bearer, connect, open_session
 from vancetope.llm.factory import reset_provider_cache
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]

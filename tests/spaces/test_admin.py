@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from spaces.actions import agent
-from tests.spaces.conftest import arthur_session
+from tests.support.arthur import arthur_session
 
 
 @pytest.mark.django_db(transaction=True)

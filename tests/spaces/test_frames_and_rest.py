@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 
-from sessions_app.protocol import outbound as out
+from protocol import outbound as out
 from spaces.actions import agent
 from spaces.models import ThinkingNode
-from tests.sessions_app.test_consumer import bearer, connect, open_session
-from tests.spaces.conftest import plant
+from tests.support.spaces import plant
+from tests.support.ws import bearer, connect, open_session
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -111,7 +111,7 @@ async def test_another_users_node_is_not_found(alice, bob):
 def test_rest_lists_the_users_spaces_and_shows_one(alice, bob):
     from rest_framework.test import APIClient
 
-    from tests.spaces.conftest import arthur_session
+    from tests.support.arthur import arthur_session
 
     session = arthur_session(alice)
     snapshot = agent.start_space(session.chat_process_id)
@@ -127,3 +127,41 @@ def test_rest_lists_the_users_spaces_and_shows_one(alice, bob):
     foreign.credentials(HTTP_AUTHORIZATION=f"Bearer {bob.token}")
     assert foreign.get(f"/api/spaces/{snapshot.space.public_id}").status_code == 404
     assert foreign.get("/api/spaces").json()["results"] == []
+
+
+@pytest.mark.asyncio
+async def test_space_suggest_starts_a_space_whose_agent_suggests_the_first_branches(alice, script):
+    # given an agent whose control step answers the order with thinking_suggest
+    branches = [{"title": t, "handoff": f"Explore {t}."} for t in ("Moons", "Rings")]
+    script(
+        [
+            {
+                "engine": "arthur",
+                "step": "control",
+                "match": r"^\[control: suggest\]",
+                "tool_calls": [{"name": "thinking_suggest", "arguments": {"children": branches}}],
+            },
+            {"engine": "arthur", "reply": "ok"},
+        ]
+    )
+    client = await connect(bearer(alice))
+    await open_session(client, alice, recipe="arthur")
+    # when the person asks for suggestions in a session that is no space yet
+    reply = await client.request("space-suggest")
+    # then the reply is the new space, its root alone
+    out.server_frame.validate_python(reply)
+    assert reply["type"] == "space"
+    assert [n["parentId"] for n in reply["data"]["space"]["nodes"]] == [None]
+    # and the agent's branches arrive as a space-state event
+    while True:
+        state = await client.event("space-state", after=0)
+        if len(state["data"]["space"]["nodes"]) == 3:
+            break
+        client.events.remove(state)
+    titles = [n["title"] for n in state["data"]["space"]["nodes"] if n["parentId"]]
+    assert titles == ["Moons", "Rings"]
+    # when the person asks again, then it is refused: the root has its first branches
+    again = await client.request("space-suggest")
+    assert (again["type"], again["data"]["code"]) == ("error", 409)
+    assert "already has children" in again["data"]["message"]
+    await client.ws.disconnect()

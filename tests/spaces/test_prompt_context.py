@@ -7,9 +7,9 @@ import pytest
 from processes.actions import steer
 from spaces.actions import agent
 from spaces.capability import SpaceAccess
-from tests.conftest import wait_until
-from tests.engines.test_arthur import said
-from tests.spaces.conftest import arthur_session, node, plant
+from tests.support.arthur import arthur_session, said
+from tests.support.spaces import node, plant
+from tests.support.waiting import wait_until
 
 HANDOFFS = {
     "inherited": "H-INHERITED: study the inner moons only.",

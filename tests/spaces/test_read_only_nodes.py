@@ -1,5 +1,5 @@
 """A node a person cannot write in: a human split's child until its parent's agent wrote the
-fork Handoff (the seed: "a read-only forkHandoffPending child"), and a returned, sealed branch.
+fork Handoff (as designed: "a read-only forkHandoffPending child"), and a returned, sealed branch.
 A chat or steer there is a 409 saying why, and nothing is queued."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from processes.models import PendingMessage, ThinkProcess
 from processes.states import Status
 from spaces.actions import agent, human
 from spaces.models import NodeState, ThinkingNode
-from tests.conftest import wait_until
-from tests.engines.test_arthur import said
-from tests.spaces.conftest import node, plant
+from tests.support.arthur import said
+from tests.support.spaces import node, plant
+from tests.support.waiting import wait_until
 from vancetope.errors import Conflict
 
 
@@ -53,7 +53,9 @@ def test_a_child_waiting_for_its_fork_handoff_refuses_chat_until_it_has_it(root_
     assert "space-fork-retry" in chatted.value.message
     assert queued(child.chat_process_id) == before
     # and once the retried fork wrote its Handoff, the person chats there
-    wait_until(lambda: "Hm." in said(root_session, "assistant"))
+    # (the order's forced call is asked twice; neither answer calls the tool)
+    failed = "I could not do that: step control: no thinking_fork_handoff call in the answer"
+    wait_until(lambda: failed in said(root_session, "assistant"))
     wait_until(lambda: ThinkProcess.objects.get(pk=root.chat_process_id).status == Status.IDLE)
     human.retry_fork(node(child.public_id))
     wait_until(lambda: node(child.public_id).state == NodeState.DORMANT)

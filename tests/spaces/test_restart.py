@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
-from tests.spaces.test_two_brains import start_space
+from tests.support.spaces import start_space
 
 FINGERPRINT = {"machineId": "e2e-space", "workingDir": "/srv/space"}
 

@@ -9,7 +9,7 @@ from spaces.actions import agent, human
 from spaces.models import NodeState, NodeTransition, SpaceChange, ThinkingNode, ThinkingSpace
 from spaces.rules import Limits, StaleRevision
 from spaces.store import load
-from tests.spaces.conftest import node, plant, space_events
+from tests.support.spaces import node, plant, space_events
 from vancetope.errors import BadRequest, Conflict
 
 LIMITS = Limits(title_chars=10, depth=2, children=3, handoff_chars=20)

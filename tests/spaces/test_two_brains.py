@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.e2e.brain import (
     Brain,
@@ -15,24 +16,15 @@ from tests.e2e.brain import (
     bootstrap,
     distributed_env,
     free_port,
-    last_line,
-    manage_shell,
+    needs_services,
 )
-from tests.e2e.test_brain_process import needs_services
+from tests.support.spaces import start_space
 
+# Two Brains, a Celery worker and a shell each start Django; .ci/run runs this beside the SQLite
+# run on two cores, where the whole took over two minutes (alone: under one).
+TIMEOUT_SECONDS = 300
 FINGERPRINT = {"machineId": "space-machine", "workingDir": "/srv/space"}
 RENAMES, SPLITS = 25, 6
-
-
-def start_space(env: dict[str, str], chat_process_id: str, children: int) -> list[str]:
-    """The session's space with `children` root children, made from another OS process as the
-    agent's tools would; the children's ids."""
-    code = (
-        "from spaces.actions import agent; "
-        f"p = {int(chat_process_id[3:])}; agent.start_space(p); "
-        f"print(' '.join(agent.split(p, f'c{{n}}', 'go')[1].public_id for n in range({children})))"
-    )
-    return last_line(manage_shell(env, code, timeout=180)).split()
 
 
 def mutate(client: BrainSocket, tag: str, nodes: list[str], seen: int, log: list[Any]) -> None:
@@ -55,6 +47,7 @@ def mutate(client: BrainSocket, tag: str, nodes: list[str], seen: int, log: list
 
 
 @needs_services
+@pytest.mark.timeout(TIMEOUT_SECONDS)
 def test_two_brains_mutating_one_space_keep_every_accepted_change_and_no_refused_one(
     tmp_path,
     scratch_database,  # noqa: F811

@@ -6,7 +6,9 @@
 `base_url` has no `/v1`: the SDK adds it. Replies are the `StubReply`s of the OpenAI stub; by
 default the answer is `echo: ` + the last user text, one word per `text_delta`, and tool calls
 are `tool_use` blocks whose input arrives in several `input_json_delta` fragments.
-`omit_usage` leaves usage out of `message_delta`, as some Anthropic-compatible gateways do.
+`omit_usage` leaves usage out of `message_delta`, as some Anthropic-compatible gateways do;
+`omit_start_usage` leaves it out of `message_start` too. `refuse_forced_tool_choice` answers a
+request whose `tool_choice` forces a tool with HTTP 400.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ class AnthropicStubServer(StubServer):
 
     def _messages(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         messages = body.get("messages", [])
+        if self.refuses(body):
+            error = {"type": "invalid_request_error", "message": "tool_choice is not supported"}
+            send_json(handler, 400, {"type": "error", "error": error})
+            return
         reply = self.next_reply() or StubReply(text=f"echo: {last_user_text(messages)}")
         if reply.status >= 400:
             error = {"type": "api_error", "message": reply.error_message}
@@ -66,6 +72,8 @@ def _message_events(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     stop_reason = "tool_use" if reply.tool_calls else "end_turn"
     start = _message(reply, model, input_tokens, 1) | {"content": [], "stop_reason": None}
+    if reply.omit_start_usage:
+        del start["usage"]
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
     index = 0

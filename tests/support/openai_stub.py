@@ -7,7 +7,10 @@
 
 By default it answers `echo: ` + the last user message, streamed one word per chunk. Queue
 `StubReply`s (text, tool calls, an HTTP error, an explicit usage) to answer the next requests
-instead; once the queue is empty it echoes again.
+instead; once the queue is empty it echoes again. `tool_choices` lists the `tool_choice` of
+each request (None where it had none); set `refuse_forced_tool_choice` and a request that
+names a tool in `tool_choice` is answered HTTP 400, as servers that do not take one answer
+(the queued reply is kept for the next request).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ class StubReply:
     omit_usage: bool = False
     status: int = 200
     error_message: str = "stub error"
+    # Anthropic stub: leave usage out of `message_start` too (a gateway that reports none).
+    omit_start_usage: bool = False
 
 
 @dataclass
@@ -110,6 +115,8 @@ class StubServer:
         self._lock = threading.Lock()
         self._replies: deque[StubReply] = deque(replies)
         self._recorded: list[RecordedRequest] = []
+        # A request whose tool_choice forces a tool is answered HTTP 400 (the reply is kept).
+        self.refuse_forced_tool_choice = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -128,6 +135,16 @@ class StubServer:
         """The JSON bodies received so far, oldest first."""
         with self._lock:
             return [recorded.body for recorded in self._recorded]
+
+    @property
+    def tool_choices(self) -> list[Any]:
+        """Each request's `tool_choice`, oldest first (None where it sent none)."""
+        return [body.get("tool_choice") for body in self.requests]
+
+    def refuses(self, body: dict[str, Any]) -> bool:
+        """Whether this request forces a tool while the stub is told to refuse that."""
+        choice = body.get("tool_choice")
+        return self.refuse_forced_tool_choice and isinstance(choice, dict)
 
     @property
     def recorded(self) -> list[RecordedRequest]:
@@ -231,6 +248,10 @@ class OpenAIStubServer(StubServer):
 
     def _complete(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         messages = body.get("messages", [])
+        if self.refuses(body):
+            error = {"message": "tool_choice naming a function is not supported", "code": None}
+            send_json(handler, 400, {"error": error | {"type": "invalid_request_error"}})
+            return
         reply = self.next_reply() or StubReply(text=f"echo: {last_user_text(messages)}")
         if reply.status >= 400:
             error = {"message": reply.error_message, "type": "stub_error", "code": None}

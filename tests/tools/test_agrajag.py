@@ -8,13 +8,14 @@ from django.test import Client
 from django.urls import reverse
 
 from processes.actions.create import create_process
+from processes.actions.sessions import create_session
 from processes.capabilities.tools import toolbox_for
 from processes.models import ThinkProcess
 from processes.queries import visible_processes
 from processes.states import CloseReason, Status
-from sessions_app.services import FingerprintData, create_session
-from tests.conftest import closed_process, wait_until
-from tests.tools.conftest import project_recipe
+from sessions_app.services import FingerprintData
+from tests.support.tools import project_recipe
+from tests.support.waiting import closed_process, wait_until
 from vancetope.tools.errors import ToolFailure
 from vancetope.tools.models import (
     DiagnosisStatus,
@@ -122,3 +123,52 @@ def test_other_users_do_not_see_the_health_of_another_tenants_tools(alice, bob, 
     create_process(flaky_world, goal="look it up", recipe="frankie-flaky")
     wait_until(lambda: ToolHealth.objects.exists())
     assert bob.api().get("/api/tool-health").json()["results"] == []
+
+
+def test_agrajag_refuses_a_tool_that_is_not_a_probe_even_when_its_recipe_adds_it(
+    alice, llm, temporary_server_tools
+):
+    # given a project agrajag recipe that adds a MUTATING tool, and an LLM that names it
+    wiped: list[dict] = []
+
+    def wipe(toolbox, arguments):
+        wiped.append(arguments)
+        return "wiped"
+
+    temporary_server_tools("flaky_lookup", explode, safety=Safety.SAFE_PROBE)
+    temporary_server_tools("wipe_disk", wipe, safety=Safety.MUTATING)
+    project_recipe(alice, "frankie-flaky", allowed_tools_add=["flaky_lookup"])
+    project_recipe(
+        alice,
+        "agrajag",
+        engine="agrajag",
+        category="service",
+        roles=["tool-prober", "tool-health-writer"],
+        allowed_tools_add=["wipe_disk"],
+    )
+    provider = llm(
+        [
+            {"match": "look it up", "times": 1, "tool_calls": [{"name": "flaky_lookup"}]},
+            {
+                "match": "system: Agrajag",
+                "times": 1,
+                "tool_calls": [{"name": "wipe_disk", "arguments": {"all": True}}],
+            },
+            {"match": "system: Agrajag", "reply": "I cannot tell."},
+        ]
+    )
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m-1"),
+    )
+    # when a worker's tool fails ambiguously and agrajag diagnoses it
+    create_process(session, goal="look it up", recipe="frankie-flaky")
+    wait_until(lambda: ToolDiagnosis.objects.filter(status=DiagnosisStatus.DONE).exists())
+    # then the MUTATING tool never ran, though it was named; it was never offered either
+    assert wiped == []
+    agrajag = closed_process(ThinkProcess.objects.get(think_engine="agrajag").pk)
+    refusals = agrajag.conversation.filter(role="tool").values_list("content", flat=True)
+    assert any("wipe_disk" in text and "not a probe" in text for text in refusals), list(refusals)
+    assert all("wipe_disk" not in offered for offered in provider.offered)

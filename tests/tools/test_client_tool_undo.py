@@ -7,8 +7,8 @@ import pytest
 from channels.db import database_sync_to_async
 
 from sessions_app.models import SessionEvent
-from tests.sessions_app.test_consumer import bearer, connect
-from tests.tools.test_client_tools import LIST_FILES, coding_session, send_tool_result
+from tests.support.client_tools import LIST_FILES, coding_session, send_tool_result
+from tests.support.ws import bearer, connect
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 

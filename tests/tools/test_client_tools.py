@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
@@ -12,43 +10,11 @@ from channels.db import database_sync_to_async
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session
-from tests.sessions_app.test_consumer import Client, bearer, connect, open_session
+from tests.support.client_tools import LIST_FILES, coding_session, send_tool_result
+from tests.support.ws import bearer, connect, open_session
 from vancetope.tools.models import CallStatus, ToolCall
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
-
-SHELL_RUN = {
-    "name": "run_shell",
-    "description": "Run a shell command in the working directory",
-    "parameters": {
-        "type": "object",
-        "properties": {"command": {"type": "string"}},
-        "required": ["command"],
-    },
-    "safety": "MUTATING",
-}
-LIST_FILES = [
-    {
-        "match": "list the files",
-        "times": 1,
-        "tool_calls": [{"name": "run_shell", "arguments": {"command": "ls"}}],
-    },
-]
-
-
-async def coding_session(client: Client, tenancy: Any) -> str:
-    created = await open_session(client, tenancy, recipe="frankie-coding")
-    registered = await client.request("tools-register", {"tools": [SHELL_RUN]})
-    assert registered == {"type": "tools-registered", "replyTo": "c2", "data": {"count": 1}}
-    return created["chatProcessId"]
-
-
-async def send_tool_result(client: Client, call_id: str, **data: Any) -> None:
-    await client.ws.send_to(
-        text_data=json.dumps(
-            {"type": "tool-result", "id": "r", "data": {"callId": call_id, **data}}
-        )
-    )
 
 
 async def wait_for_status(public_id: str, status: str, within: float = 10) -> ThinkProcess:

@@ -16,8 +16,9 @@ from engines.registry import get_engine
 from processes.actions.create import create_process
 from processes.capabilities.tools import toolbox_for
 from processes.states import CloseReason, Status
-from tests.conftest import closed_process, open_session
-from tests.tools.conftest import project_recipe
+from tests.support.tenancy import open_session
+from tests.support.tools import project_recipe
+from tests.support.waiting import closed_process
 from vancetope.tools.checker import Classification
 from vancetope.tools.mcp_client import close_mcp_connections, get_mcp_manager
 from vancetope.tools.models import CallStatus, McpServer, ToolCall

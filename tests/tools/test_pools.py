@@ -8,8 +8,9 @@ from processes.actions.create import create_process
 from processes.capabilities.tools import toolbox_for
 from processes.models import ConversationMessage
 from processes.states import CloseReason, Status
-from tests.conftest import closed_process, open_session
-from tests.tools.conftest import project_recipe
+from tests.support.tenancy import open_session
+from tests.support.tools import project_recipe
+from tests.support.waiting import closed_process
 from vancetope.tools.catalogue import effective_pool
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.manifest import ToolManifest

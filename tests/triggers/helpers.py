@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conftest import Tenancy, wait_until
+from tests.support.tenancy import Tenancy
+from tests.support.waiting import wait_until
 from triggers.models import RunLog, RunStatus
 
 REVIEW: dict[str, Any] = {

@@ -21,9 +21,9 @@ import pytest
 from processes.models import ThinkProcess
 from processes.states import Status
 from tests.e2e.brain import CeleryWorker, Service
-from tests.processes.test_worker_kill import worker_env
-from tests.triggers.test_cron_jobs import continue_body, paused_with_pending
-from triggers import cron
+from tests.support.cron import continue_body, paused_with_pending
+from tests.support.marvin import worker_env
+from triggers.cron import jobs as cron
 from triggers.models import CronFiring, FiringOutcome, RunLog, RunStatus
 from vancetope.celery import app as celery_app
 

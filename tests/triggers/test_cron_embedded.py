@@ -13,7 +13,7 @@ from tests.e2e.brain import ROOT, brain_env
 CHECK = """
 import os
 from vancetope.celery import app
-from sessions_app.management.commands.brain import Command
+from gateway.management.commands.brain import Command
 before = 'triggers.fire_cron' in app.tasks
 Command()._start_scheduler()
 print(before, 'triggers.fire_cron' in app.tasks, 'sessions_app.sweep_idle_sessions' in app.tasks)

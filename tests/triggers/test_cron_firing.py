@@ -12,16 +12,19 @@ from django.db import connection
 
 from inbox.models import InboxItem, InboxKind
 from processes.actions.lifecycle import pause_process
+from processes.actions.sessions import create_session, suspend_session
 from processes.actions.steer import steer_many
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import SessionStatus, SuspendCause
-from sessions_app.services import create_session, register_tools, suspend_session
-from tests.conftest import Tenancy, wait_until
+from sessions_app.services import register_tools
+from tests.support.cron import continue_body, paused_with_pending
+from tests.support.marvin import worker
+from tests.support.tenancy import Tenancy
+from tests.support.waiting import wait_until
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
-from tests.triggers.test_cron_jobs import continue_body, paused_with_pending
-from triggers import cron
-from triggers.cron_fire import fire
+from triggers.cron import jobs as cron
+from triggers.cron.fire import fire
 from triggers.models import CronFiring, CronJob, FiringOutcome, RunLog, RunStatus
 from triggers.tasks import fire_cron
 
@@ -148,7 +151,7 @@ def test_a_task_needing_a_client_tool_is_reported_blocked_with_its_reason(alice,
 def test_a_run_workflow_job_runs_the_workflow_as_a_cron_client(alice, script):
     script(
         [
-            {"engine": "frankie", "match": "find sources on Saturn", "reply": "Sources."},
+            *worker("find sources on Saturn", "Sources."),
             {"engine": "marvin", "step": "aggregate", "reply": "# Saturn"},
         ]
     )
@@ -223,3 +226,45 @@ def test_stop_on_approval_ends_the_run_when_the_process_posts_an_approval(alice,
         lambda: ThinkProcess.objects.filter(pk=chat_id, status=Status.PAUSED).first()
     )
     assert process.waiting == 4
+
+
+def test_without_stop_on_client_tool_the_run_goes_on_with_the_other_tasks(alice, script):
+    # given the same coding session, gone away, with a task needing its client and one not
+    script(
+        [
+            {"match": "list the files", "tool_calls": [{"name": "run_shell", "arguments": {}}]},
+            {"match": "then summarise them", "reply": "Nothing to summarise yet."},
+        ]
+    )
+    session = create_session(
+        alice.user, client_type="cli", project_id=alice.project_id, recipe="frankie-coding"
+    )
+    register_tools(session, [{"name": "run_shell", "parameters": {"type": "object"}}])
+    chat_id = session.chat_process_id
+    assert chat_id is not None
+    pause_process(chat_id)
+    steer_many(chat_id, ["list the files", "then summarise them"])
+    suspend_session(session.pk, SuspendCause.IDLE)
+    job = job_for(alice, continue_body(chat_id, stopOnClientTool=False))
+    # when the cron job continues the process
+    firing = fire(job.pk, NINE)
+    # then the task needing the client waits, and the other one ran: completed_partial
+    run = finished_run(firing.run.public_id)
+    assert run.status == RunStatus.COMPLETED_PARTIAL
+    assert (run.tasks_executed, run.tasks_blocked) == (1, 1)
+    assert run.blocked_reasons == [
+        {
+            "processId": f"tp_{chat_id}",
+            "taskTitle": "list the files",
+            "reason": "requires client tool: run_shell",
+        }
+    ]
+    process = ThinkProcess.objects.get(pk=chat_id)
+    answers = [m.content for m in process.conversation.order_by("index") if m.role == "assistant"]
+    assert answers == ["Nothing to summarise yet."]
+    # and the task that waits is kept: the process blocks on it, its message pending
+    assert process.status == Status.BLOCKED
+    assert process.last_error == "requires client tool: run_shell"
+    assert process.waiting == 1
+    # and the owner is told what ran and what waits
+    assert run.notifications.get().text.endswith("1 waiting: requires client tool: run_shell")

@@ -3,46 +3,18 @@ a job that continues a PAUSED process within its maxTasks (issue 13, "Done when"
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from django_celery_beat.models import PeriodicTask, PeriodicTasks
 
-from processes.actions.lifecycle import pause_process
-from processes.actions.steer import steer_many
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session
-from tests.conftest import Tenancy, open_session, wait_until
+from tests.support.cron import continue_body, paused_with_pending
+from tests.support.waiting import wait_until
 from tests.triggers.helpers import finished_run
 from triggers.models import CronJob, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def paused_with_pending(tenancy: Tenancy, count: int) -> int:
-    """A session's chat process, PAUSED, with `count` messages waiting."""
-    session = open_session(tenancy)
-    chat_id = session.chat_process_id
-    assert chat_id is not None
-    pause_process(chat_id)
-    steer_many(chat_id, [f"question {n}" for n in range(1, count + 1)])
-    assert ThinkProcess.objects.get(pk=chat_id).waiting == count
-    return chat_id
-
-
-def continue_body(process_id: int, **constraints: Any) -> dict[str, Any]:
-    return {
-        "name": "nightly",
-        "schedule": "0 3 * * *",
-        "timezone": "Europe/Berlin",
-        "enabled": True,
-        "action": {
-            "type": "process_continue",
-            "processId": f"tp_{process_id}",
-            "constraints": {"maxTasks": 3, **constraints},
-        },
-    }
 
 
 def assert_continued_three_of_five(run_id: str, process_id: int) -> None:
@@ -173,7 +145,8 @@ def test_the_reply_shows_the_next_run_and_the_schedule_in_words(alice):
             "action.constraints",
         ),
         ({"action": {"type": "run_workflow"}}, "action.workflowId"),
-        ({"action": {"type": "brain_linker", "strategies": [1]}}, "action.strategies"),
+        ({"action": {"type": "brain_linker", "strategies": [1]}}, "action.strategies.0"),
+        ({"action": {"type": "brain_linker", "strategies": ["x"]}}, "action.strategies"),
         (
             {"action": {"type": "brain_linker", "constraints": {"maxLlmCalls": 0}}},
             "action.constraints.maxLlmCalls",
@@ -188,6 +161,7 @@ def test_a_bad_body_is_a_400_naming_the_field(alice, change, field):
     response = alice.api().post("/api/cron-jobs", body, format="json")
     assert response.status_code == 400, response.json()
     assert response.json()["message"].startswith(f"{field}:")
+    assert response.json()["field"] == field
     assert not CronJob.objects.exists()
 
 
@@ -209,6 +183,7 @@ def test_bad_constraints_are_a_400_naming_them(alice, constraints, field):
     )
     assert response.status_code == 400
     assert response.json()["message"].startswith(f"{field}:")
+    assert response.json()["field"] == field
 
 
 def test_another_users_process_or_job_is_a_404(alice, bob):

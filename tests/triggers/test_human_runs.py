@@ -13,9 +13,9 @@ from processes.lane.driver import drive_lane
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session, SessionEvent
-from tests.conftest import open_session as open_service_session
-from tests.conftest import wait_until
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.tenancy import open_session as open_service_session
+from tests.support.waiting import wait_until
+from tests.support.ws import bearer, connect, open_session
 from triggers.models import RunLog, RunStatus, RunTransition
 
 
@@ -102,10 +102,10 @@ def chat_process_of(session: Session) -> int:
 @pytest.fixture
 def lane_here(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Wakes are recorded, and the test drives the lane itself."""
-    from processes.lane import wake
+    from processes.lane import dispatch
 
     woken: list[int] = []
-    monkeypatch.setattr(wake, "dispatch_drive", woken.append)
+    monkeypatch.setattr(dispatch, "dispatch_drive", woken.append)
     return woken
 
 

@@ -12,12 +12,12 @@ from django.urls import reverse
 
 from inbox.models import InboxItem, InboxKind, InboxStatus
 from sessions_app.models import ClientType, Session, SessionStatus
-from tests.conftest import Tenancy
-from tests.memory.conftest import embedded
-from tests.memory.test_linker import SIX, contradiction_script, verdict, write
+from tests.support.linker import SIX, contradiction_script, verdict, write
+from tests.support.memory import embedded
 from tests.support.openai_stub import OpenAIStubServer, StubReply
-from triggers import cron
-from triggers.cron_fire import fire
+from tests.support.tenancy import Tenancy
+from triggers.cron import jobs as cron
+from triggers.cron.fire import fire
 from triggers.models import CronJob, FiringOutcome, Notification, RunLog, RunStatus
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.memory.models import EdgeType, KnowledgeEdge, MemoryItem
@@ -228,7 +228,7 @@ def test_a_later_run_looks_only_at_items_written_since_the_last_completed_run(al
     ("strategies", "message"),
     [
         (["guess"], "action.strategies: unknown strategy 'guess'"),
-        ([""], "action.strategies: must be a list of strategy names"),
+        ([""], "action.strategies.0: String should have at least 1 character"),
     ],
 )
 def test_an_unknown_strategy_is_a_400_naming_the_field(alice, strategies, message):

@@ -11,9 +11,9 @@ from inbox.services import post_item
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session, SessionStatus
-from tests.conftest import open_session as open_service_session
-from tests.conftest import wait_until
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.tenancy import open_session as open_service_session
+from tests.support.waiting import wait_until
+from tests.support.ws import bearer, connect, open_session
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
 from triggers.models import Notification, RunLog, RunStatus, RunTransition, TriggerType
 
@@ -88,10 +88,10 @@ async def test_an_approval_asked_by_a_runs_task_notifies_the_owner_and_is_counte
 def test_an_approval_in_a_persons_session_counts_in_their_run(alice, monkeypatch):
     # given alice's chat process with one finished run
     from processes.actions import steer
-    from processes.lane import wake
+    from processes.lane import dispatch
     from processes.lane.driver import drive_lane
 
-    monkeypatch.setattr(wake, "dispatch_drive", lambda process_id: None)
+    monkeypatch.setattr(dispatch, "dispatch_drive", lambda process_id: None)
     session = open_service_session(alice)
     steer.send_chat(session.pk, "hello")
     drive_lane(session.chat_process_id)
@@ -109,9 +109,9 @@ def test_an_approval_in_a_persons_session_counts_in_their_run(alice, monkeypatch
 
 @pytest.mark.django_db(transaction=True)
 def test_a_question_is_not_an_approval_and_notifies_nobody(alice, monkeypatch):
-    from processes.lane import wake
+    from processes.lane import dispatch
 
-    monkeypatch.setattr(wake, "dispatch_drive", lambda process_id: None)
+    monkeypatch.setattr(dispatch, "dispatch_drive", lambda process_id: None)
     session = open_service_session(alice)
     process = ThinkProcess.objects.get(pk=session.chat_process_id)
     post_item(process, InboxKind.QUESTION, "Which one?", "")
@@ -124,11 +124,11 @@ def test_an_idle_run_process_is_at_rest_only_once_every_closed_childs_report_rea
 ):
     # given an IDLE process of a run with one child, not started (its lanes are not run here)
     from processes.actions.create import create_process
-    from processes.lane import wake
+    from processes.lane import dispatch
     from processes.models import PendingKind, PendingMessage
-    from triggers.runs import at_rest
+    from triggers.runs.system import at_rest
 
-    monkeypatch.setattr(wake, "dispatch_drive", lambda process_id: None)
+    monkeypatch.setattr(dispatch, "dispatch_drive", lambda process_id: None)
     session = open_service_session(alice, "workflow", system=True)
     parent = create_process(session, goal="g", engine="ford", params={"runId": "run_1"})
     parent.status = Status.IDLE
@@ -150,5 +150,13 @@ def test_an_idle_run_process_is_at_rest_only_once_every_closed_childs_report_rea
     )
     assert at_rest(parent)
     # but not while a task of its tree is still open
-    parent.engine_state = {"taskTree": {"nodes": [{"id": "n2", "status": "PENDING"}]}}
+    parent.engine_state = {
+        "taskTree": {
+            "rootId": "n1",
+            "nodes": [
+                {"id": "n1", "kind": "PLAN", "title": "plan", "status": "DONE"},
+                {"id": "n2", "parentId": "n1", "kind": "WORKER", "title": "a", "status": "PENDING"},
+            ],
+        }
+    }
     assert not at_rest(parent)

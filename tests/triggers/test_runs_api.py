@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from sessions_app.models import ClientType
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from triggers.models import RunLog, RunStatus, TriggerType
 from triggers.notifications import notify
 

@@ -8,12 +8,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from processes.models import ThinkProcess
-from tests.conftest import Tenancy
+from tests.support.marvin import worker
+from tests.support.tenancy import Tenancy
 from tests.triggers.helpers import create_workflow, finished_run
 from tests.triggers.webhook_helpers import create_webhook, deliver, payload
 from triggers.models import DeliveryOutcome, RunLog, RunStatus, TriggerEvent
+from triggers.tasks import prune_trigger_events_task
+from triggers.webhooks import inbound
 
 LINKS: dict[str, Any] = {
     "name": "links",
@@ -22,7 +26,7 @@ LINKS: dict[str, Any] = {
     "tasks": [{"kind": "WORKER", "title": "Read", "goal": "summarize ${input.url}"}],
 }
 SCRIPT = [
-    {"engine": "frankie", "match": "summarize https://example", "reply": "A summary."},
+    *worker("summarize https://example", "A summary."),
     {"engine": "marvin", "step": "aggregate", "reply": "# Done"},
 ]
 
@@ -95,14 +99,10 @@ def test_an_unknown_id_and_a_wrong_secret_answer_byte_for_byte_alike_and_run_not
     assert unknown.status_code == wrong.status_code == garbage.status_code == 401
     assert unknown.content == wrong.content == garbage.content
     assert sorted(unknown.items()) == sorted(wrong.items()) == sorted(garbage.items())
-    # and each left a TriggerEvent with its own reason, and nothing ran
+    # and the webhook's refusal left a TriggerEvent with its reason; those to ids that name no
+    # webhook are only counted (unauthenticated requests must not fill the database)
     reasons = list(TriggerEvent.objects.order_by("pk").values_list("webhook_ref", "reason"))
-    assert reasons == [
-        ("wh_999999", "no such webhook"),
-        (hook["id"], "wrong secret"),
-        ("nonsense", "no such webhook"),
-    ]
-    assert TriggerEvent.objects.filter(webhook__isnull=True).count() == 2
+    assert reasons == [(hook["id"], "wrong secret")]
     assert nothing_ran()
 
 
@@ -201,3 +201,41 @@ def test_a_payload_without_the_templated_path_is_a_400_naming_it(alice):
     assert response.json()["message"].startswith("${event.page.url}: ")
     assert last_event().reason.startswith("${event.page.url}")
     assert nothing_ran()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refusals_are_recorded_up_to_a_limit_per_webhook_and_only_counted_past_it(alice, settings):
+    # given a limit of three recorded refusals a minute per webhook
+    settings.VANCETOPE_RATE_WEBHOOK_REFUSALS = "3/minute"
+    hook = links_webhook(alice)
+    unblock = {"type": "unblock_tasks", "match": {"blockedByExternal": "x:${event.k}"}}
+    other = create_webhook(alice, {"name": "other", "mode": "secret", "action": unblock})
+    body = payload(page={"url": "u"})
+    before = inbound.unstored.over_limit
+    # when ten wrong secrets come for one webhook and one for the other
+    answers = [
+        deliver(hook["id"], body, **{"X-Webhook-Secret": "nope"}).status_code for _ in range(10)
+    ]
+    deliver(other["id"], body, **{"X-Webhook-Secret": "nope"})
+    # then every answer is the same 401; three rows for the first, one for the other
+    assert answers == [401] * 10
+    rows = list(TriggerEvent.objects.values_list("webhook_ref", flat=True))
+    assert sorted(rows) == sorted([hook["id"]] * 3 + [other["id"]])
+    assert inbound.unstored.over_limit - before == 7
+    assert nothing_ran()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_trigger_events_past_their_retention_are_pruned(alice, settings):
+    # given a refusal recorded 31 days ago and one today
+    settings.VANCETOPE_TRIGGER_EVENT_RETENTION_DAYS = 30
+    hook = links_webhook(alice)
+    deliver(hook["id"], payload(page={"url": "u"}))
+    deliver(hook["id"], payload(page={"url": "u"}))
+    old, new = TriggerEvent.objects.order_by("pk")
+    TriggerEvent.objects.filter(pk=old.pk).update(received_at=timezone.now() - timedelta(days=31))
+    # when the hourly task runs
+    pruned = prune_trigger_events_task()
+    # then the old one is gone, the new one kept
+    assert pruned == 1
+    assert list(TriggerEvent.objects.values_list("pk", flat=True)) == [new.pk]

@@ -14,8 +14,8 @@ from asgiref.testing import ApplicationCommunicator
 from channels.db import database_sync_to_async
 
 from tests.triggers.webhook_helpers import asgi_scope, create_webhook, read_answer
-from triggers import inbound
 from triggers.models import RunLog, TriggerEvent
+from triggers.webhooks import inbound
 from vancetope.asgi import application
 
 UNBLOCK = {"type": "unblock_tasks", "match": {"blockedByExternal": "ci:${event.build}"}}

@@ -13,8 +13,8 @@ import pytest
 
 from processes.models import ThinkProcess
 from tests.triggers.webhook_helpers import create_webhook, deliver, payload, signed_headers
-from triggers import webhook_secrets
 from triggers.models import RunLog, TriggerEvent, Webhook
+from triggers.webhooks import secrets as webhook_secrets
 
 UNBLOCK = {"type": "unblock_tasks", "match": {"blockedByExternal": "ci:${event.build}"}}
 

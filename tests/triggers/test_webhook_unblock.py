@@ -11,7 +11,9 @@ import pytest
 from processes.actions.create import create_process
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
-from tests.conftest import closed_process, open_session, wait_until
+from sessions_app.models import Session
+from tests.support.tenancy import open_session
+from tests.support.waiting import closed_process, wait_until
 from tests.triggers.webhook_helpers import create_webhook, deliver, payload
 from triggers.models import RunLog, RunStatus, TriggerEvent
 
@@ -95,3 +97,34 @@ def test_a_jira_webhook_unblocks_the_process_blocked_by_its_key_and_no_other(ali
     again = deliver(hook["id"], payload(**event), **{"X-Webhook-Secret": hook["secret"]})
     assert again.status_code == 200
     assert RunLog.objects.get(pk=int(again.json()["runId"][4:])).tasks_executed == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_unblock_delivery_opens_and_closes_a_system_session_of_its_own(alice):
+    # given an unblock_tasks webhook
+    hook = create_webhook(
+        alice,
+        {
+            "name": "ci",
+            "mode": "secret",
+            "action": {"type": "unblock_tasks", "match": {"blockedByExternal": "ci:${event.b}"}},
+        },
+    )
+    # when two deliveries come
+    run_ids = []
+    for build in (1, 2):
+        answer = deliver(hook["id"], payload(b=build), **{"X-Webhook-Secret": hook["secret"]})
+        assert answer.status_code == 200, answer.json()
+        run_ids.append(int(answer.json()["runId"].removeprefix("run_")))
+    # then each ran in a system session of its own, opened for it and closed after it
+    runs = [RunLog.objects.select_related("session").get(pk=pk) for pk in run_ids]
+    sessions = [run.session for run in runs]
+    assert all(session is not None for session in sessions)
+    assert sessions[0].pk != sessions[1].pk
+    for run, session in zip(runs, sessions, strict=True):
+        assert run.owns_session
+        assert (session.client_type, session.system, session.is_human) == ("webhook", True, False)
+        assert session.status == "CLOSED"
+        assert session.owner.username == "_system"
+    # and no webhook session is left open in the project
+    assert not Session.objects.filter(client_type="webhook", status="OPEN").exists()

@@ -50,12 +50,25 @@ def test_create_list_get_patch_delete(alice):
             {"name": "x", "mode": "secret", "action": {"type": "run_workflow"}},
             "action.workflowId",
         ),
+        (
+            {
+                "name": "x",
+                "mode": "secret",
+                "action": {**UNBLOCK, "match": {"blockedByExternal": " "}},
+            },
+            "action.match.blockedByExternal",
+        ),
+        (
+            {"name": "x", "mode": "secret", "action": {**UNBLOCK, "colour": 1}},
+            "action.colour",
+        ),
     ],
 )
 def test_a_bad_body_is_a_400_naming_the_field(alice, body, field):
     response = alice.api().post("/api/webhooks", body, format="json")
     assert response.status_code == 400, response.json()
     assert response.json()["message"].startswith(f"{field}: ")
+    assert response.json()["field"] == field
 
 
 @pytest.mark.django_db

@@ -11,13 +11,14 @@ from inbox.models import InboxItem, InboxKind
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import ClientType, Session, SessionStatus
-from tests.conftest import wait_until
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.marvin import worker
+from tests.support.waiting import wait_until
+from tests.support.ws import bearer, connect, open_session
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
 from triggers.models import Notification, RunStatus, RunTransition
 
 SCRIPT = [
-    {"engine": "frankie", "match": "find sources on Saturn", "reply": "Three good sources."},
+    *worker("find sources on Saturn", "Three good sources."),
     {"engine": "marvin", "step": "aggregate", "reply": "# Saturn\nA review."},
 ]
 
@@ -66,7 +67,8 @@ def test_a_workflow_run_is_a_marvin_tree_in_a_system_session_and_its_run_log_com
     )
     spent = sum(p.prompt_tokens + p.completion_tokens for p in tree)
     assert run.status == RunStatus.COMPLETED
-    assert (run.tasks_executed, run.tasks_blocked, run.llm_calls) == (2, 0, 2)
+    # (LLM calls: the worker's act and report, marvin's aggregate)
+    assert (run.tasks_executed, run.tasks_blocked, run.llm_calls) == (2, 0, 3)
     assert run.tokens_used == spent > 0
     assert run.finished_at is not None
     assert [(t.from_status, t.to_status) for t in RunTransition.objects.filter(run=run)] == [
@@ -122,6 +124,7 @@ async def test_a_run_that_blocks_on_user_input_ends_blocked_and_notifies_the_own
     assert run.blocked_reasons == [
         {
             "taskId": "n2",
+            "taskTitle": "Scope",
             "processId": run.process_public_id,
             "reason": "waiting for input: Which moons of Saturn?",
         }

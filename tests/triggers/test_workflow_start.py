@@ -7,7 +7,7 @@ import pytest
 from channels.db import database_sync_to_async
 
 from processes.models import ThinkProcess
-from tests.sessions_app.test_consumer import bearer, connect, open_session
+from tests.support.ws import bearer, connect, open_session
 from tests.triggers.helpers import REVIEW, create_workflow, finished_run
 from triggers.models import RunStatus
 

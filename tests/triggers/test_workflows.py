@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.triggers.helpers import REVIEW, create_workflow
-from triggers.workflows import checked_body, instantiate, substitute
+from triggers.workflows.services import checked_body, instantiate, substitute
 from vancetope.errors import BadRequest
 
 pytestmark = pytest.mark.django_db
@@ -110,8 +110,8 @@ def test_workflows_are_listed_replaced_and_deleted_and_another_tenants_is_a_404(
     assert alice.api().get(f"/api/workflows/{workflow_id}").status_code == 404
 
 
-def test_a_second_workflow_of_the_same_name_in_a_project_is_a_400_naming_it(alice):
+def test_a_second_workflow_of_the_same_name_in_a_project_is_a_409_naming_it(alice):
     create_workflow(alice)
     response = alice.api().post("/api/workflows", REVIEW, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 409
     assert response.json()["message"] == "name: 'review' is taken in this project"

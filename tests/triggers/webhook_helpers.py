@@ -12,7 +12,7 @@ from asgiref.sync import async_to_sync
 from asgiref.testing import ApplicationCommunicator
 from standardwebhooks import Webhook as Signer
 
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 
 
 def create_webhook(tenancy: Tenancy, body: dict[str, Any]) -> dict[str, Any]:

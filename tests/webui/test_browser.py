@@ -1,5 +1,6 @@
 """The web UI in a real browser: Debian's Chromium, driven by Playwright, against a real Brain
-started as an OS process. Screenshots of the dashboard and the chat go to test-artifacts/.
+started as an OS process (tests/webui/conftest.py: `brain`, `browser`, a logged-in `page`).
+Screenshots of the dashboard and the chat go to test-artifacts/.
 
 Needs /usr/bin/chromium (`apt-get install chromium`); Playwright never downloads a browser here.
 """
@@ -8,132 +9,26 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.brain import (
-    ROOT,
-    Brain,
-    bootstrap,
-    brain_env,
-    free_port,
-    last_line,
-    manage_shell,
-    post_inbox_item,
-)
+from tests.e2e.brain import Brain, last_line, manage_shell, post_inbox_item
+from tests.support.browser import CHAT_PASSWORD as PASSWORD
+from tests.support.browser import CHROMIUM, DESKTOP, MISSING, PHONE, screenshot
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "test-artifacts"
-PASSWORD = "pw-browser-test"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-DESKTOP = {"width": 1280, "height": 860}
-PHONE = {"width": 390, "height": 844}
-# One slow rule so the test can watch a reply grow word by word, and a marvin tree whose two
-# workers take a few seconds each, so the process page can watch it grow; everything else is
-# echoed.
-LLM_SCRIPT = """
-- match: "^slowly"
-  reply: "echo: slowly, one word after another, until the reply is complete"
-  delay_per_delta: 0.15
-- engine: marvin
-  step: plan
-  tool_calls:
-    - name: plan_tasks
-      arguments:
-        tasks:
-          - {kind: WORKER, title: "Count the <moons>", goal: "count the moons"}
-          - {kind: WORKER, title: "Count the rings", goal: "count the rings"}
-          - {kind: AGGREGATE, title: "Report"}
-- engine: frankie
-  match: "count the moons"
-  reply: "95 moons."
-  delay: 2.5
-- engine: frankie
-  match: "count the rings"
-  reply: "7 rings."
-  delay: 2.5
-- engine: marvin
-  step: aggregate
-  reply: "Saturn: 95 moons, 7 rings."
-"""
 FINGERPRINT = {"machineId": "browser-test-machine", "workingDir": "/srv/browser"}
 
 if not CHROMIUM.exists():
-    pytest.skip(
-        "browser tests need Debian's Chromium at /usr/bin/chromium "
-        "(apt-get install -y chromium); it is missing",
-        allow_module_level=True,
-    )
+    pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="browser tests need Playwright: pip install -e '.[dev]'"
 )
 expect = sync_api.expect
-
-
-@pytest.fixture(scope="module")
-def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
-    var_dir = tmp_path_factory.mktemp("browser-brain")
-    script = var_dir / "llm.yaml"
-    script.write_text(LLM_SCRIPT)
-    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
-    bootstrap(env)
-    # bootstrap shows the password of user `local` only once; give it a known one for the test.
-    subprocess.run(
-        [
-            sys.executable,
-            "manage.py",
-            "shell",
-            "-c",
-            "from django.contrib.auth import get_user_model; "
-            "user = get_user_model().objects.get(username='local'); "
-            f"user.set_password({PASSWORD!r}); user.save()",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    running = Brain(env, free_port())
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture(scope="module")
-def page(brain: Brain, browser: Any) -> Iterator[Any]:
-    """One logged-in browser tab, shared by the tests of this module in order."""
-    context = browser.new_context(viewport=DESKTOP, base_url=brain.url)
-    context.set_default_timeout(20_000)
-    tab = context.new_page()
-    yield tab
-    context.close()
-
-
-def screenshot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=True)
+# The tests of this module walk one tab through one Brain, each going on from where the last
+# left it: a random-order run (.ci/run) moves the module, not its tests.
+pytestmark = pytest.mark.random_order(disabled=True)
 
 
 def at_width(page: Any, size: dict[str, int], name: str) -> None:
@@ -142,17 +37,23 @@ def at_width(page: Any, size: dict[str, int], name: str) -> None:
     page.set_viewport_size(DESKTOP)
 
 
-def test_login_leads_to_the_dashboard_filled_from_the_rest_api(page, brain):
-    # when: a visitor opens the dashboard
-    page.goto("/")
-    # then: the login page comes first
-    expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
-    page.fill("#id_username", "local")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    expect(page.locator("h1")).to_have_text("Think processes")
-    expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
-    expect(page.locator("#refresh-note")).to_contain_text("Refreshed from the REST API")
+def test_login_leads_to_the_dashboard_filled_from_the_rest_api(browser, brain):
+    visitor = browser.new_context(viewport=DESKTOP, base_url=brain.url)
+    visitor.set_default_timeout(20_000)
+    page = visitor.new_page()
+    try:
+        # when: a visitor opens the dashboard
+        page.goto("/")
+        # then: the login page comes first
+        expect(page).to_have_url(re.compile(r"/accounts/login/\?next=/$"))
+        page.fill("#id_username", "local")
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Think processes")
+        expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
+        expect(page.locator("#refresh-note")).to_contain_text("Refreshed from the REST API")
+    finally:
+        visitor.close()
 
 
 def test_chat_shows_the_reply_while_it_streams_and_then_the_final_message(page):
@@ -221,7 +122,15 @@ def test_a_409_is_shown_as_a_notice_and_the_socket_stays_usable(page):
 
 
 def test_a_reload_resumes_the_session_with_its_transcript(page):
+    # given: the chat open, with a transcript of its own
+    page.goto("/interactive/")
     root = page.locator("#interactive")
+    expect(root).to_have_attribute("data-connection", "open")
+    page.fill("#chat-input", "before the reload")
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-log")).to_contain_text("echo: before the reload")
+    expect(page.locator("#process-status")).to_have_text("IDLE")
+    first_line = page.locator("#chat-log .message.role-user").first.inner_text()
     session = root.get_attribute("data-session")
     chat = root.get_attribute("data-chat-process")
     # when: the page is reloaded
@@ -234,8 +143,8 @@ def test_a_reload_resumes_the_session_with_its_transcript(page):
         chat,
     )
     expect(page.locator("#connection")).to_have_text(f"resumed · {session}")
-    expect(page.locator("#chat-log .message.role-user").first).to_contain_text("slowly please")
-    expect(page.locator("#chat-log")).to_contain_text("echo: still here")
+    expect(page.locator("#chat-log")).to_contain_text("echo: before the reload")
+    assert page.locator("#chat-log .message.role-user").first.inner_text() == first_line
     expect(page.locator("#process-status")).to_have_text("IDLE")
     page.fill("#chat-input", "after the reload")
     page.press("#chat-input", "Enter")
@@ -255,7 +164,7 @@ def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
     at_width(page, PHONE, "dashboard-phone")
     page.select_option("#status", "SUSPENDED")
     # then
-    expect(page).to_have_url(re.compile(r"/\?status=SUSPENDED$"))
+    expect(page).to_have_url(re.compile(r"/\?status=SUSPENDED(&category=)?$"))
     row = page.locator(f"#process-table tr[data-process='{chat}']")
     expect(row).to_contain_text("SUSPENDED")
     expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
@@ -266,12 +175,8 @@ def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
     expect(page.locator("#conversation")).to_contain_text("echo: focus on 2024")
     expect(page.locator("#task-tree")).to_contain_text("no task tree")
     expect(page.locator("#process-calls button")).to_have_text(["Resume", "Reset", "Stop"])
-    for section in ("#runs", "#inbox"):
-        expect(page.locator(section)).to_have_attribute(
-            "data-state", re.compile("unavailable|loaded")
-        )
-        if page.locator(section).get_attribute("data-state") == "unavailable":
-            expect(page.locator(section)).to_contain_text("Not available on this Brain yet.")
+    expect(page.locator("#runs .run-row").first.locator(".run-trigger")).to_have_text("user")
+    expect(page.locator("#inbox")).to_contain_text("This process posted no inbox items.")
     screenshot(page, "process-desktop")
     at_width(page, PHONE, "process-phone")
 
@@ -421,12 +326,16 @@ def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page,
         page.goto(f"/processes/{marvin_id}")
         section = page.locator("#task-tree")
         view = page.locator("#task-tree-view")
-        # then: the plan's nodes are drawn, a worker is seen running, linked to its process
+        # then: the plan's nodes are drawn, both workers seen running side by side, each
+        # linked to its process
         expect(section).to_have_attribute("data-live", "polling")
         expect(view.locator("li.tree-node")).to_have_count(4)
         running = view.locator("li.tree-node[data-status=RUNNING][data-kind=WORKER]")
-        expect(running).to_have_count(1)
-        expect(running.locator("a.worker-link")).to_have_attribute("href", re.compile(r"/tp_\d+$"))
+        expect(running).to_have_count(2)
+        expect(view.locator(".tree-summary")).to_contain_text("2 running at once")
+        expect(running.first.locator("a.worker-link")).to_have_attribute(
+            "href", re.compile(r"/tp_\d+$")
+        )
         expect(page.locator(".tree-legend li")).to_have_count(6)
         screenshot(page, "process-tree-running")
         # the plan (the root) holds the three other nodes
@@ -451,7 +360,9 @@ def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page,
         moons = view.locator("li.tree-node[data-kind=WORKER]").first
         expect(moons.locator(".node-title")).to_have_text("Count the <moons>")
         moons.locator("summary").click()
-        expect(moons.locator("dl.facts")).to_contain_text("95 moons.")
+        # its structured result: the summary, and the whole result below it
+        expect(moons.locator("dl.facts .result-summary")).to_have_text("95 moons.")
+        expect(moons.locator("dl.facts pre.json")).to_contain_text('"confidence": 0.9')
         expect(moons.locator(".duration")).to_have_text(re.compile(r"^\d+\.\d s$"))
         # and the sub-processes are listed, closed, each worker link leads to its own page
         expect(page.locator("#children-table tbody tr")).to_have_count(2)
@@ -467,14 +378,17 @@ def test_the_process_page_draws_a_running_marvin_tree_live_until_it_closes(page,
 
 
 def test_a_pending_node_cancelled_on_the_process_page_is_skipped_and_the_tree_finishes(page, brain):
-    # given: a deep-think whose first worker is running
+    # given: a deep-think running one worker at a time, whose first worker is running
     client = brain.socket(token_of(brain))
     try:
         client.request(
             "session-create",
             {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
         )
-        created = client.request("process-create", {"recipe": "deep-think", "goal": "Saturn"})
+        created = client.request(
+            "process-create",
+            {"recipe": "deep-think", "goal": "Saturn", "params": {"maxParallel": 1}},
+        )
         marvin_id = created["data"]["process"]["id"]
         page.goto(f"/processes/{marvin_id}")
         view = page.locator("#task-tree-view")
@@ -553,13 +467,15 @@ def test_the_interactive_inbox_button_counts_open_items_and_answers_them_in_plac
 
 
 def create_workflow_row(env: dict[str, str], body: dict[str, Any]) -> str:
-    """A workflow of the default project, written by a separate OS process on the Brain's
-    database; its id."""
+    """A workflow of the default project, written by its admin (bootstrap's `local`) from a
+    separate OS process on the Brain's database; its id."""
     code = (
-        "import json; from triggers.workflows import create_workflow; "
+        "import json; from triggers.workflows.services import create_workflow; "
+        "from django.contrib.auth import get_user_model; "
         "from vancetope.tenancy.models import Project; "
         "project = Project.objects.get(slug='default'); "
-        f"print(create_workflow(None, project, json.loads({json.dumps(body)!r})).public_id)"
+        "admin = get_user_model().objects.get(username='local'); "
+        f"print(create_workflow(admin, project, json.loads({json.dumps(body)!r})).public_id)"
     )
     return last_line(manage_shell(env, code))
 
@@ -592,3 +508,37 @@ def test_a_workflow_started_on_the_interactive_page_runs_in_its_session(page, br
     page.get_by_role("button", name="Start a workflow").click()
     expect(page.locator("#notice")).to_contain_text("The input is not JSON")
     screenshot(page, "interactive-workflow")
+
+
+def test_the_dashboard_shows_service_processes_only_under_their_filter(page, brain):
+    # given: a process of the service recipe agrajag in a session of the person logged in
+    made = manage_shell(
+        brain.env,
+        "from processes.actions.create import create_process; "
+        "from django.contrib.auth import get_user_model; "
+        "from processes.actions.sessions import create_session; "
+        "user = get_user_model().objects.get(username='local'); "
+        "session = create_session(user, client_type='web', project_id='proj_default', "
+        "chat=False); "
+        "print(create_process(session, goal='check a tool', recipe='agrajag', "
+        "start=False).public_id)",
+    )
+    service = last_line(made)
+    page.goto("/")
+    if "/accounts/login/" in page.url:
+        page.fill("#id_username", "local")
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+    table = page.locator("#process-table")
+    expect(table).to_have_attribute("data-loaded", "rest")
+    # then: the ordinary list, refreshed from the REST API, leaves it out
+    expect(page.locator(f"#process-table tr[data-process='{service}']")).to_have_count(0)
+    # when: the person picks the service filter
+    page.select_option("#category", "service")
+    # then: it is listed, alone, and still after the list refreshed from the REST API
+    expect(page).to_have_url(re.compile(r"category=service"))
+    expect(table).to_have_attribute("data-category", "service")
+    expect(table).to_have_attribute("data-loaded", "rest")
+    expect(page.locator("#process-table tbody tr")).to_have_count(1)
+    expect(page.locator(f"#process-table tr[data-process='{service}']")).to_contain_text("agrajag")
+    screenshot(page, "dashboard-service-filter")

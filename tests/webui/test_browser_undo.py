@@ -7,9 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.webui.test_browser import PASSWORD, brain, browser, expect, page, screenshot
+import pytest
 
-__all__ = ["brain", "browser", "page"]  # the fixtures, used by name
+from tests.support.browser import CHAT_PASSWORD as PASSWORD
+from tests.support.browser import CHROMIUM, MISSING, screenshot
+
+if not CHROMIUM.exists():
+    pytest.skip(MISSING, allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
+expect = sync_api.expect
 
 
 def test_undo_takes_the_last_turn_out_of_the_chat_and_puts_the_message_back(page: Any):

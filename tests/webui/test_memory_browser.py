@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.brain import (
-    ROOT,
     Brain,
     CeleryWorker,
     bootstrap,
@@ -26,12 +24,10 @@ from tests.e2e.brain import (
     manage_shell,
     run_services,
 )
+from tests.support.browser import CHROMIUM, open_tab, screenshot
 from tests.support.pdf import minimal_pdf
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "test-artifacts"
 PASSWORD = "pw-memory-page"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 # Three items and a document of two chunks in proj_default, joined by four valid edges (one
 # of each type) and one invalidated edge, through the memory services.
 SETUP = """
@@ -83,6 +79,9 @@ if not CHROMIUM.exists():
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
+# The tests of this module walk one tab through one Brain, each going on from where the last
+# left it: a random-order run (.ci/run) moves the module, not its tests.
+pytestmark = pytest.mark.random_order(disabled=True)
 
 
 @pytest.fixture(scope="module")
@@ -118,24 +117,11 @@ def made(brain: Brain) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def page(brain: Brain, made: dict[str, str]) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=brain.url)
-        context.set_default_timeout(20_000)
-        tab = context.new_page()
-        tab.goto("/accounts/login/")
-        tab.fill("#id_username", "local")
-        tab.fill("#id_password", PASSWORD)
-        tab.click("button[type=submit]")
-        expect(tab.locator("h1")).to_have_text("Think processes")
-        yield tab
-        browser.close()
-
-
-def screenshot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=True)
+def page(brain: Brain, made: dict[str, str], browser: Any) -> Iterator[Any]:
+    tab = open_tab(browser, brain.url, PASSWORD, {"width": 1280, "height": 900})
+    expect(tab.locator("h1")).to_have_text("Think processes")
+    yield tab
+    tab.context.close()
 
 
 def edge_types(page: Any) -> list[str]:

@@ -9,7 +9,7 @@ from processes.actions.create import create_process
 from processes.actions.lifecycle import stop_process
 from processes.models import ThinkProcess
 from processes.states import Status
-from tests.conftest import Tenancy, open_session
+from tests.support.tenancy import Tenancy, open_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

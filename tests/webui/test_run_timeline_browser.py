@@ -10,18 +10,15 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import wait_until
 from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+from tests.support.browser import ARTIFACTS, CHROMIUM, open_tab
+from tests.support.waiting import wait_until
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "test-artifacts"
 PASSWORD = "pw-run-timeline"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 FINGERPRINT = {"machineId": "timeline-machine", "workingDir": "/srv/timeline"}
 ASKS = {
     "name": "asks",
@@ -36,6 +33,9 @@ if not CHROMIUM.exists():
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
+# The tests of this module walk one tab through one Brain, each going on from where the last
+# left it: a random-order run (.ci/run) moves the module, not its tests.
+pytestmark = pytest.mark.random_order(disabled=True)
 
 
 @pytest.fixture(scope="module")
@@ -65,20 +65,12 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Brain, str
 
 
 @pytest.fixture(scope="module")
-def page(brain: tuple[Brain, str]) -> Iterator[Any]:
+def page(brain: tuple[Brain, str], browser: Any) -> Iterator[Any]:
     running, _ = brain
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 860}, base_url=running.url)
-        context.set_default_timeout(20_000)
-        tab = context.new_page()
-        tab.goto("/accounts/login/")
-        tab.fill("#id_username", "local")
-        tab.fill("#id_password", PASSWORD)
-        tab.click("button[type=submit]")
-        expect(tab.locator("h1")).to_have_text("Think processes")
-        yield tab
-        browser.close()
+    tab = open_tab(browser, running.url, PASSWORD)
+    expect(tab.locator("h1")).to_have_text("Think processes")
+    yield tab
+    tab.context.close()
 
 
 def post_json(running: Brain, path: str, token: str, body: dict[str, Any]) -> Any:
@@ -113,11 +105,13 @@ def test_a_chat_turn_is_a_user_run_whose_page_draws_its_timeline(page, brain):
 
     run = wait_until(stored_run)
     assert run is not None
-    # when the runs page is opened, the run is listed as a user run; its link opens its page
+    # when the runs page is opened, the run is listed as a user run, among the chat turns
+    # folded; its link opens its page
     page.goto("/runs/")
-    card = page.locator(f"li.run[data-run={run['id']}]")
-    expect(card).to_contain_text("user")
-    expect(card).to_contain_text("cli")
+    page.locator(".run-fold summary", has_text="chat turn").first.click()
+    card = page.locator(f".run-row[data-run={run['id']}]")
+    expect(card.locator(".run-trigger")).to_have_text("user")
+    expect(card.locator(".run-client")).to_have_text("cli")
     card.locator(f"a[href='/runs/{run['id']}']").click()
     # then the page draws the run's lane and its process's lane, with a RUNNING bar
     expect(page.locator("h1")).to_contain_text(run["id"])

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app.models import ClientType
-from tests.conftest import Tenancy
+from tests.support.tenancy import Tenancy
 from triggers.models import Notification, RunLog, RunStatus, TriggerType
 from triggers.notifications import notify
 
@@ -62,7 +62,7 @@ def test_the_runs_page_puts_each_run_on_the_timeline_with_why_it_stopped(alice, 
     assert 'style="margin-left: 0.00%; width: 16.67%"' in page
     assert "waiting for input: which &lt;b&gt;moons&lt;/b&gt;?" in page
     assert 'href="/processes/tp_5"' in page
-    assert "2 tasks done, 0 blocked" in page
+    assert "2 tasks done</span>" in page
 
 
 def test_the_runs_page_filters_by_status_and_names_a_bad_filter(alice):
@@ -70,7 +70,7 @@ def test_the_runs_page_filters_by_status_and_names_a_bad_filter(alice):
     blocked = a_run(alice, RunStatus.BLOCKED, 5)
     client = logged_in(alice)
     filtered = client.get(reverse("webui:runs"), {"status": "blocked"}).content.decode()
-    assert filtered.count('class="card run"') == 1
+    assert filtered.count('class="run-row"') == 1
     assert f'data-run="{blocked.public_id}"' in filtered
     refused = client.get(reverse("webui:runs"), {"status": "nope"})
     assert refused.status_code == 400
@@ -111,10 +111,18 @@ def test_the_runs_page_counts_unread_notifications_and_marks_all_read(alice, bob
 def test_a_runs_page_draws_its_transitions_and_its_processes_on_a_timeline(alice):
     # given a run that blocked and then went on to complete, of alice's process
     from processes.models import ProcessTransition
-    from tests.conftest import open_session
+    from tests.support.tenancy import open_session
+    from tests.support.waiting import wait_until
     from triggers.models import RunTransition
 
     session = open_session(alice)
+    # its chat process's own start is settled and forgotten: the lane drawn is the one below
+    wait_until(
+        lambda: ProcessTransition.objects.filter(
+            process_id=session.chat_process_id, to_status="IDLE"
+        ).exists()
+    )
+    ProcessTransition.objects.filter(process_id=session.chat_process_id).delete()
     started = timezone.now() - timedelta(minutes=10)
     run = a_run(
         alice,

@@ -9,15 +9,14 @@ database, a Celery worker on a queue of its own); else on its own SQLite file.""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from tests.e2e.brain import (
-    ROOT,
     Brain,
     CeleryWorker,
     bootstrap,
@@ -26,11 +25,9 @@ from tests.e2e.brain import (
     manage_shell,
     run_services,
 )
+from tests.support.browser import CHROMIUM, open_tab, screenshot
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = ROOT / "test-artifacts"
 PASSWORD = "pw-space-map"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 STORED = "vancetope.interactive.session"
 # The root's agent writes a retried fork's Handoff; a node's agent its checkpoint and return.
 RULES = [
@@ -40,6 +37,8 @@ RULES = [
      "tool_calls": [{"name": "thinking_checkpoint", "arguments": {"handoff": "Fresh state."}}]},
     {"engine": "arthur", "match": r"^\[control: return",
      "tool_calls": [{"name": "thinking_return", "arguments": {"handoff": "Final word."}}]},
+    # A blank branch's first prompt: a slow answer, so the page sees the turn run.
+    {"engine": "arthur", "match": "^first words", "reply": "Begun.", "delay": 6},
     {"engine": "arthur", "reply": "ok"},
 ]  # fmt: skip
 # One node per colour, grown through the spaces services; the locks of a refresh and of a
@@ -49,7 +48,8 @@ import json
 from unittest import mock
 from django.contrib.auth import get_user_model
 from processes.models import ConversationMessage, ThinkProcess
-from sessions_app.services import FingerprintData, create_session
+from sessions_app.services import FingerprintData
+from processes.actions.sessions import create_session
 from spaces.actions import agent, human
 from spaces.models import ThinkingNode
 
@@ -84,6 +84,9 @@ if not CHROMIUM.exists():
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
+# The tests of this module walk one tab through one Brain, each going on from where the last
+# left it: a random-order run (.ci/run) moves the module, not its tests.
+pytestmark = pytest.mark.random_order(disabled=True)
 
 
 @pytest.fixture(scope="module")
@@ -116,24 +119,11 @@ def brain(tmp_path_factory: pytest.TempPathFactory, services: dict[str, str]) ->
 
 
 @pytest.fixture(scope="module")
-def page(brain: Brain) -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, base_url=brain.url)
-        context.set_default_timeout(20_000)
-        tab = context.new_page()
-        tab.goto("/accounts/login/")
-        tab.fill("#id_username", "local")
-        tab.fill("#id_password", PASSWORD)
-        tab.click("button[type=submit]")
-        expect(tab.locator("h1")).to_have_text("Think processes")
-        yield tab
-        browser.close()
-
-
-def screenshot(page: Any, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"webui-{name}.png"), full_page=True)
+def page(brain: Brain, browser: Any) -> Iterator[Any]:
+    tab = open_tab(browser, brain.url, PASSWORD, {"width": 1280, "height": 900})
+    expect(tab.locator("h1")).to_have_text("Think processes")
+    yield tab
+    tab.context.close()
 
 
 def node_of(page: Any, title: str) -> Any:
@@ -236,3 +226,74 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     expect(page.locator("#space-retry")).to_be_hidden()
     expect(page.locator("#space-return")).to_be_disabled()
     screenshot(page, "space-map-phone")
+
+
+# A root with a conversation and a blank branch (an agent's split: ready, with its Handoff).
+BLANK_SETUP = """
+import json
+from django.contrib.auth import get_user_model
+from processes.models import ConversationMessage, ThinkProcess
+from sessions_app.services import FingerprintData
+from processes.actions.sessions import create_session
+from spaces.actions import agent
+
+user = get_user_model().objects.get(username="local")
+session = create_session(user, client_type="web", project_id="proj_default",
+                         fingerprint=FingerprintData(machine_id=MACHINE), recipe="arthur")
+root = agent.start_space(session.chat_process_id).root
+ConversationMessage.objects.create(process_id=root.chat_process_id, index=0, role="user",
+                                   content="root talk")
+ThinkProcess.objects.filter(pk=root.chat_process_id).update(conversation_length=1)
+child = agent.split(root.chat_process_id, "Blank", "Start from here.")[1]
+print(json.dumps({"session": session.public_id, "child": child.public_id,
+                  "childSession": "sess_%d" % child.session_id}))
+"""
+
+
+def test_a_blank_branch_takes_the_first_prompt_then_opens_and_shows_its_activity(page, brain):
+    # given: the interactive page bound to a space's root, which has a blank branch
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto("/interactive/")
+    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    machine = page.evaluate("localStorage.getItem('vancetope.browser')")
+    made = json.loads(
+        manage_shell(brain.env, f"MACHINE = {machine!r}\n" + BLANK_SETUP).strip().splitlines()[-1]
+    )
+    page.evaluate(
+        "([key, id]) => sessionStorage.setItem(key, JSON.stringify({sessionId: id}))",
+        [STORED, made["session"]],
+    )
+    page.reload()
+    expect(page.locator("#interactive")).to_have_attribute("data-session", made["session"])
+    # when: the root is selected, then the blank branch
+    node_of(page, "Root").click()
+    activity = page.locator("#space-detail .space-activity")
+    expect(activity).to_have_attribute("data-messages", "1")
+    expect(page.locator("#space-open")).to_be_visible()
+    expect(page.locator("#space-first-form")).to_be_hidden()
+    node_of(page, "Blank").click()
+    # then: its panel shows no message yet and asks for the first prompt, not to open it
+    expect(activity).to_have_attribute("data-messages", "0")
+    expect(activity).to_contain_text("0 messages")
+    expect(page.locator("#space-first-form")).to_be_visible()
+    expect(page.locator("#space-open")).to_be_hidden()
+    expect(page.locator("#interactive")).to_have_attribute("data-session", made["session"])
+    screenshot(page, "space-map-blank-branch")
+    # when: the person types the first prompt and sends it
+    page.fill("#space-first-text", "first words")
+    page.click("#space-first-send")
+    # then: the page opens the branch's session, whose chat has the prompt
+    expect(page.locator("#interactive")).to_have_attribute("data-session", made["childSession"])
+    expect(page.locator("#chat-log .message.role-user")).to_contain_text(["first words"])
+    # and: with the branch selected, the map pulses while its turn runs
+    node_of(page, "Blank").click()
+    expect(node_of(page, "Blank")).to_have_class(re.compile(r"\brunning\b"))
+    expect(activity).to_have_attribute("data-running", "true")
+    screenshot(page, "space-map-running")
+    # and: once answered, the pulse stops and the count is the prompt and the answer
+    answers = page.locator("#chat-log .message.role-assistant")
+    expect(answers).to_contain_text(["Begun."], timeout=20_000)
+    expect(activity).to_have_attribute("data-messages", "2", timeout=20_000)
+    expect(activity).to_have_attribute("data-running", "false")
+    expect(node_of(page, "Blank")).not_to_have_class(re.compile(r"\brunning\b"))
+    expect(page.locator("#space-first-form")).to_be_hidden()

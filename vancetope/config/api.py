@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from vancetope.api import PAGE_PARAMETERS, Body, Page, errors, paginated
+from vancetope.api import PAGE_PARAMETERS, Body, InputSerializer, Page, errors, paginated
 from vancetope.config import services
 from vancetope.config.cascade import DEFAULT, Effective, Resolved
-from vancetope.config.registry import SettingType
+from vancetope.config.registry import SettingType, all_keys
 from vancetope.config.services import SCOPES, Target
 from vancetope.jsonbody import BodyParser
 
@@ -47,10 +47,15 @@ class SettingPage(Page[SettingObject]):
     """Every registered key at one scope, by key."""
 
 
-class SettingInput(serializers.Serializer):
+@extend_schema_field({"type": ["string", "number", "boolean", "object", "array"]})
+class AnyValue(serializers.JSONField):
+    pass
+
+
+class SettingInput(InputSerializer):
     scope = serializers.ChoiceField(choices=SCOPES)
     scopeId = serializers.CharField(required=False, allow_blank=True, help_text=SCOPE_ID_HELP)
-    value = serializers.JSONField(help_text="a value of the key's type")
+    value = AnyValue(help_text="a value of the key's type (never null)")
 
 
 def setting_data(resolved: Resolved, target: Target) -> dict[str, Any]:
@@ -80,6 +85,11 @@ SCOPE_PARAMETERS = [
     OpenApiParameter("scope", str, enum=SCOPES, required=True),
     OpenApiParameter("scopeId", str, description=SCOPE_ID_HELP),
 ]
+# The registered keys (the Brain's and every engine's: registered before the URLs, which
+# import this module, are loaded); any other key is a 400.
+KEY_PARAMETER = OpenApiParameter(
+    "key", str, OpenApiParameter.PATH, enum=sorted(key.name for key in all_keys())
+)
 
 
 class SettingViewSet(viewsets.ViewSet):
@@ -101,6 +111,7 @@ class SettingViewSet(viewsets.ViewSet):
 
     @extend_schema(
         operation_id="settings_set",
+        parameters=[KEY_PARAMETER],
         request=SettingInput,
         responses={200: SettingObject, **errors(400, 401, 403, 404)},
     )
@@ -115,7 +126,7 @@ class SettingViewSet(viewsets.ViewSet):
 
     @extend_schema(
         operation_id="settings_unset",
-        parameters=SCOPE_PARAMETERS,
+        parameters=[KEY_PARAMETER, *SCOPE_PARAMETERS],
         responses={200: SettingObject, **errors(400, 401, 403, 404)},
     )
     def destroy(self, request: Request, key: str) -> Response:

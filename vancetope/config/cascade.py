@@ -21,7 +21,7 @@ from django.db.models import Q, Subquery
 from vancetope.config import secrets
 from vancetope.config.models import CASCADE, Scope, Setting, SettingsRevision
 from vancetope.config.registry import SettingKey, all_keys, brain_keys, engine_keys, get_key
-from vancetope.infra import fastsql
+from vancetope.infra import revisions
 
 DEFAULT = "default"
 # Sessions whose stored values a worker keeps (least recently used go first).
@@ -208,12 +208,11 @@ def forget_cached() -> None:
 
 
 def revision_sql() -> str:
-    """The revision as a scalar subquery (NULL before the first write), for a statement that
-    reads it along with its own work (the lane's lease)."""
-    return fastsql.sql(SettingsRevision, "(SELECT {revision} FROM {table} WHERE {id} = 1)")
+    """The settings revision as a scalar subquery (NULL before the first write), for a
+    statement that reads it along with its own work (the lane's lease)."""
+    return revisions.revision_sql(SettingsRevision)
 
 
 def current_revision() -> int:
     """The settings revision now (a statement; the lane gets it with its lease instead)."""
-    found = SettingsRevision.objects.filter(pk=1).values_list("revision", flat=True).first()
-    return int(found or 0)
+    return revisions.current_revision(SettingsRevision)

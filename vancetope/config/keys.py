@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 from django.conf import settings
 
 from vancetope.config.registry import SettingKey, SettingType, register
+from vancetope.llm.factory import check_allowed_url, environment_key, environment_url
 
-PROVIDERS = ("scripted", "openai", "anthropic")
+PROVIDERS = ("scripted", "openai", "anthropic", "local")
 
 
 def _provider(resolved: Mapping[str, Any]) -> str:
@@ -25,21 +26,13 @@ def _provider(resolved: Mapping[str, Any]) -> str:
 
 def _base_url(resolved: Mapping[str, Any]) -> str:
     """The environment's base URL of the provider in effect."""
-    provider = resolved.get(PROVIDER.name, settings.VANCETOPE_LLM)
-    if provider == "openai":
-        return str(settings.OPENAI_BASE_URL)
-    if provider == "anthropic":
-        return str(settings.ANTHROPIC_BASE_URL)
-    return ""
+    return environment_url(str(resolved.get(PROVIDER.name, settings.VANCETOPE_LLM)))
 
 
 def _api_key(resolved: Mapping[str, Any]) -> str:
-    provider = resolved.get(PROVIDER.name, settings.VANCETOPE_LLM)
-    if provider == "openai":
-        return str(settings.OPENAI_API_KEY)
-    if provider == "anthropic":
-        return str(settings.ANTHROPIC_API_KEY)
-    return ""
+    """The environment's key of the provider in effect (vancetope/config/llm.py sends it only
+    with the environment's URL)."""
+    return environment_key(str(resolved.get(PROVIDER.name, settings.VANCETOPE_LLM)))
 
 
 def _http_url(value: str) -> str:
@@ -48,7 +41,10 @@ def _http_url(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         return f"must be an http:// or https:// URL, not {value!r}"
-    return ""
+    # The provider kind does not matter here: a URL the environment names for either provider
+    # is the operator's, so the URL is allowed when either provider's check allows it.
+    problems = [check_allowed_url(value, kind) for kind in ("openai", "anthropic")]
+    return "" if "" in problems else problems[0]
 
 
 PROVIDER = register(
@@ -57,7 +53,8 @@ PROVIDER = register(
         type=SettingType.STRING,
         default=_provider,
         description="The LLM provider: scripted (offline), openai (any OpenAI-compatible "
-        "server) or anthropic. Default: VANCETOPE_LLM.",
+        "server), anthropic, or local (a GGUF model in the Brain's process, the `local` "
+        "extra; VANCETOPE_LOCAL_MODEL). Default: VANCETOPE_LLM.",
         choices=PROVIDERS,
         operator=True,
     )

@@ -1,4 +1,4 @@
-"""The one registry of typed setting keys (ARCHITECTURE §8): name, type, default, description,
+"""The one registry of typed setting keys: name, type, default, description,
 secret flag and namespace.
 
 A key's name is `namespace.name`: the Brain's own keys live in namespaces such as `llm`, an

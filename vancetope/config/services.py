@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.apps import apps
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from vancetope.config import secrets
@@ -26,7 +26,7 @@ from vancetope.config.models import Scope, Setting, SettingsRevision
 from vancetope.config.registry import SettingKey, get_key
 from vancetope.errors import BadRequest, Forbidden, NotFound
 from vancetope.ids import parse_public_id
-from vancetope.infra import fastsql
+from vancetope.infra import revisions
 from vancetope.tenancy.models import Project, ProjectGroup, Tenant
 from vancetope.tenancy.services import (
     AnyUser,
@@ -240,17 +240,35 @@ def forget_scope(scope: str, scope_id: int) -> None:
             raise_revision()
 
 
+def copy_scope(scope: str, from_id: int, to_id: int) -> int:
+    """Every value set at one scope, set at another of the same kind too (a new thinking
+    node's session takes its parent's session settings), in one transaction that raises the
+    revision; how many. A value the target has already is kept."""
+    rows = Setting.objects.filter(scope=scope, scope_id=from_id)
+    taken = set(Setting.objects.filter(scope=scope, scope_id=to_id).values_list("key", flat=True))
+    copies = [
+        Setting(
+            key=row.key,
+            scope=scope,
+            scope_id=to_id,
+            tenant_id=row.tenant_id,
+            value=row.value,  # a secret stays the ciphertext it is
+            updated_at=timezone.now(),
+            updated_by_id=row.updated_by_id,
+        )
+        for row in rows
+        if row.key not in taken
+    ]
+    if copies:
+        with transaction.atomic():
+            Setting.objects.bulk_create(copies)
+            raise_revision()
+    return len(copies)
+
+
 def raise_revision() -> None:
-    """revision + 1 on the one revision row (made by the first write): one statement, whose
-    row lock orders concurrent writers, so a reader that sees revision N sees every write up
-    to N."""
-    statement = fastsql.sql(
-        SettingsRevision,
-        "INSERT INTO {table} ({id}, {revision}) VALUES (1, 1) "
-        "ON CONFLICT ({id}) DO UPDATE SET {revision} = {table}.{revision} + 1",
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(statement)
+    """The settings revision + 1 (vancetope/infra/revisions.py)."""
+    revisions.raise_revision(SettingsRevision)
 
 
 def chain_of(scope: str, scope_id: int) -> Chain:

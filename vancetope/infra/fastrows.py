@@ -1,6 +1,7 @@
 """Rows of the turn path without the ORM's per-call work (vancetope/infra/fastsql.py uses
 these, and exports them): values adapted as their fields adapt them, with what is pure kept
-(`adapt`), and new instances built by position (`build`)."""
+(`adapt`), new instances built by position (`build`), and the fields an insert writes
+(`insert_fields`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 from typing import Any, TypeVar
 
 from django.core.exceptions import FieldDoesNotExist
-from django.db.models import Model
+from django.db.models import DateField, DateTimeField, Field, Model
 
 M = TypeVar("M", bound=Model)
 _lock = threading.Lock()
@@ -97,3 +98,30 @@ def build(model: type[M], values: dict[str, Any]) -> M:
         unknown = sorted(set(values) - known)
         raise FieldDoesNotExist(f"{model.__name__} has no field attname {unknown}")
     return model(*args)
+
+
+_insert_fields_of: dict[type[Model], tuple[tuple[Any, str, bool], ...]] = {}
+
+
+def _plain_pre_save(field: Any) -> bool:
+    """Whether the field's pre_save is only reading its attribute (Field.pre_save, or a date
+    field's without auto_now/auto_now_add): the insert then reads it itself."""
+    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+        return False
+    return type(field).pre_save in {Field.pre_save, DateField.pre_save, DateTimeField.pre_save}
+
+
+def insert_fields(model: type[Model]) -> tuple[tuple[Any, str, bool], ...]:
+    """The inserted fields of `model` (all concrete ones but an auto primary key), each with
+    its attname and whether its pre_save is plain; cached per model."""
+    found = _insert_fields_of.get(model)
+    if found is None:
+        meta = model._meta
+        found = tuple(
+            (field, field.attname, _plain_pre_save(field))
+            for field in meta.concrete_fields
+            if field is not meta.auto_field
+        )
+        with _lock:
+            _insert_fields_of[model] = found
+    return found

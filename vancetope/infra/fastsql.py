@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 
 from django.core.exceptions import FieldDoesNotExist
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import DateField, DateTimeField, Field, Model
+from django.db.models import Model
 
-from vancetope.infra.fastrows import adapt, build
+from vancetope.infra.fastrows import adapt, build, insert_fields
 
 M = TypeVar("M", bound=Model)
 # The row helpers of fastrows, used through this module like the rest.
@@ -196,13 +196,50 @@ def _rows(db: Any, select: _Select, params: Sequence[Any]) -> list[list[Any]]:
     return _convert(db, select, _fetch(db, select.sql, params))
 
 
-def select(model: type[M], where: str, params: Sequence[Any], *, tail: str = "") -> list[M]:
+def select(
+    model: type[M],
+    where: str,
+    params: Sequence[Any],
+    *,
+    tail: str = "",
+    also: Sequence[tuple[str, str]] = (),
+    names: Sequence[str] | None = None,
+) -> list[M]:
     """Rows of `model` (every column) WHERE `where` (`{field}` names, %s placeholders), then
-    `tail` (ORDER BY / LIMIT, `{field}` names too)."""
+    `tail` (ORDER BY / LIMIT, `{field}` names too). `also` and `names`: as in
+    `update_returning` (the placeholders of `also` come before those of `where`)."""
     db = _db()
-    prepared = _select(db, model, None, where, tail)
-    rows = _rows(db, prepared, params)
-    return [model.from_db(db.alias, prepared.attnames, row) for row in rows]
+    prepared = _also(_select(db, model, _in_order(model, names), where, tail), also)
+    return _instances(db, model, prepared, _rows(db, prepared, params), also)
+
+
+def _in_order(model: type[Model], names: Sequence[str] | None) -> tuple[str, ...] | None:
+    """`names` in the model's field order, as Model.from_db reads a row with deferred fields."""
+    if names is None:
+        return None
+    fields = model._meta.concrete_fields
+    order = {key: n for n, field in enumerate(fields) for key in (field.name, field.attname)}
+    return tuple(sorted(names, key=order.__getitem__))
+
+
+def _also(select: _Select, also: Sequence[tuple[str, str]]) -> _Select:
+    """`select` returning the `also` expressions after its columns."""
+    if not also:
+        return select
+    columns = f"{select.columns}, {', '.join(expression for _, expression in also)}"
+    statement = select.sql.replace(f"SELECT {select.columns} ", f"SELECT {columns} ", 1)
+    return _Select(statement, columns, select.attnames, select.converters)
+
+
+def _instances(
+    db: Any, model: type[M], select: _Select, rows: list[list[Any]], also: Sequence[Any]
+) -> list[M]:
+    width = len(select.attnames)
+    found = [model.from_db(db.alias, select.attnames, row[:width]) for row in rows]
+    for instance, row in zip(found, rows, strict=True):
+        for (name, _), value in zip(also, row[width:], strict=True):
+            setattr(instance, name, value)
+    return found
 
 
 def values(
@@ -213,33 +250,6 @@ def values(
     return _rows(db, _select(db, model, names, where, tail), params)
 
 
-_insert_fields_of: dict[type[Model], tuple[tuple[Any, str, bool], ...]] = {}
-
-
-def _plain_pre_save(field: Any) -> bool:
-    """Whether the field's pre_save is only reading its attribute (Field.pre_save, or a date
-    field's without auto_now/auto_now_add): the insert then reads it itself."""
-    if getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
-        return False
-    return type(field).pre_save in {Field.pre_save, DateField.pre_save, DateTimeField.pre_save}
-
-
-def _insert_fields(model: type[Model]) -> tuple[tuple[Any, str, bool], ...]:
-    """The inserted fields of `model` (all concrete ones but an auto primary key), each with
-    its attname and whether its pre_save is plain; cached per model."""
-    found = _insert_fields_of.get(model)
-    if found is None:
-        meta = model._meta
-        found = tuple(
-            (field, field.attname, _plain_pre_save(field))
-            for field in meta.concrete_fields
-            if field is not meta.auto_field
-        )
-        with _lock:
-            _insert_fields_of[model] = found
-    return found
-
-
 def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     """INSERT the instances in one statement (every concrete field but an auto primary key).
     With `returning_pk` their new primary keys are set on them."""
@@ -248,7 +258,7 @@ def insert(objs: Sequence[Model], *, returning_pk: bool = False) -> None:
     db = _db()
     model = type(objs[0])
     meta = model._meta
-    fields = _insert_fields(model)
+    fields = insert_fields(model)
     key = ("insert", db.vendor, model, len(objs), returning_pk)
     statement = _statements.get(key)
     if statement is None:
@@ -374,28 +384,19 @@ def update_returning(
     changes: dict[str, Any],
     *,
     also: Sequence[tuple[str, str]] = (),
+    names: Sequence[str] | None = None,
 ) -> list[M]:
     """As `update`, and the changed rows as they are after it (one statement). `also` adds
     (attribute, SQL expression) pairs to what the statement returns, each set on the returned
     instances as that attribute: a scalar subquery about another table rides along for free
-    (`sql()` names its columns)."""
+    (`sql()` names its columns). `names`: only these fields are returned (the others are
+    deferred: reading one costs a query), so a wide row's JSON is not decoded for nothing."""
     db = _db()
-    returning = _select(db, model, None, "", "")
-    if also:
-        extra = ", ".join(expression for _, expression in also)
-        returning = _Select(
-            returning.sql, f"{returning.columns}, {extra}", returning.attnames, returning.converters
-        )
+    returning = _also(_select(db, model, _in_order(model, names), "", ""), also)
     statement, values = _update(db, model, where, params, changes, returning=returning)
-    rows = _convert(db, returning, _fetch(db, statement, values))
-    width = len(returning.attnames)
-    found = []
-    for row in rows:
-        instance = model.from_db(db.alias, returning.attnames, row[:width])
-        for (name, _), value in zip(also, row[width:], strict=True):
-            setattr(instance, name, value)
-        found.append(instance)
-    return found
+    return _instances(
+        db, model, returning, _convert(db, returning, _fetch(db, statement, values)), also
+    )
 
 
 def _update(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anthropic
@@ -26,6 +26,7 @@ from anthropic.types import (
     RawMessageStartEvent,
     RawMessageStreamEvent,
     TextBlock,
+    ToolChoiceToolParam,
     ToolParam,
     ToolResultBlockParam,
     ToolUseBlock,
@@ -35,19 +36,25 @@ from anthropic.types import Usage as AnthropicUsage
 
 from vancetope.llm.base import (
     CallInfo,
+    ForcedToolRefused,
     LlmError,
     LlmMessage,
     LlmProvider,
+    MalformedToolCall,
     StreamItem,
     TextDelta,
     ToolCall,
     ToolSchema,
     Usage,
 )
+from vancetope.llm.estimate import estimate_usage
 
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 # A current, non-deprecated general model; VANCETOPE_LLM_MODEL overrides it.
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
+# What a server answers when it does not take a forced `tool_choice` (some compatible
+# gateways, or a model with extended thinking on); only then is the call asked again unforced.
+REFUSED_STATUSES = frozenset({400, 422})
 
 
 @dataclass
@@ -64,12 +71,12 @@ class _PartialToolUse:
         try:
             arguments = json.loads(raw_input)
         except json.JSONDecodeError as error:
-            raise LlmError(
+            raise MalformedToolCall(
                 f"model sent invalid JSON input for tool {self.name!r}: {error}: "
                 f"{raw_input[:200]!r}"
             ) from error
         if not isinstance(arguments, dict):
-            raise LlmError(
+            raise MalformedToolCall(
                 f"model sent input for tool {self.name!r} that is not a JSON object: "
                 f"{raw_input[:200]!r}"
             )
@@ -83,16 +90,34 @@ class _EventReader:
     tool_uses: dict[int, _PartialToolUse] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Whether the server said anything of usage; a gateway that does not is estimated.
+    reported: bool = False
+    text_parts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str = ""
 
     def read(self, event: RawMessageStreamEvent) -> Iterator[TextDelta | ToolCall]:
+        for item in self._read(event):
+            if isinstance(item, TextDelta):
+                self.text_parts.append(item.text)
+            else:
+                self.calls.append(item)
+            yield item
+
+    def _read(self, event: RawMessageStreamEvent) -> Iterator[TextDelta | ToolCall]:
         if isinstance(event, RawMessageStartEvent):
-            self.prompt_tokens = _total_input_tokens(event.message.usage)
-            self.completion_tokens = event.message.usage.output_tokens
+            usage_given = getattr(event.message, "usage", None)
+            if usage_given is not None:
+                self.reported = True
+                self.prompt_tokens = _total_input_tokens(usage_given)
+                self.completion_tokens = usage_given.output_tokens
         elif isinstance(event, RawMessageDeltaEvent):
             # Delta usage is cumulative. Some Anthropic-compatible gateways send none, and input
             # counts only appear on some servers.
             usage: MessageDeltaUsage | None = getattr(event, "usage", None)
+            self.stop_reason = str(getattr(event.delta, "stop_reason", None) or self.stop_reason)
             if usage is not None:
+                self.reported = True
                 self.completion_tokens = usage.output_tokens
                 if usage.input_tokens is not None:
                     self.prompt_tokens = _total_input_tokens(usage)
@@ -113,9 +138,15 @@ class _EventReader:
         elif isinstance(event, RawContentBlockStopEvent) and event.index in self.tool_uses:
             yield self.tool_uses.pop(event.index).finish()
 
-    @property
-    def usage(self) -> Usage:
-        return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+    def usage(self, messages: list[LlmMessage], tools: list[ToolSchema] | None) -> Usage:
+        if not self.reported or (self.prompt_tokens == 0 and self.completion_tokens == 0):
+            estimated = estimate_usage(messages, tools, "".join(self.text_parts), self.calls)
+            return replace(estimated, finish_reason=self.stop_reason)
+        return Usage(
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            finish_reason=self.stop_reason,
+        )
 
 
 class AnthropicProvider(LlmProvider):
@@ -146,6 +177,8 @@ class AnthropicProvider(LlmProvider):
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
         system_prompt = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         where = self.base_url or DEFAULT_ANTHROPIC_BASE_URL
@@ -165,6 +198,7 @@ class AnthropicProvider(LlmProvider):
                     messages=to_anthropic_messages(messages),
                     system=system_prompt or anthropic.omit,
                     tools=[to_anthropic_tool(tool) for tool in tools] if tools else anthropic.omit,
+                    tool_choice=forced_choice(force_tool) if force_tool else anthropic.omit,
                     stream=True,
                 )
                 with events:
@@ -172,6 +206,11 @@ class AnthropicProvider(LlmProvider):
                         yield from reader.read(event)
         except anthropic.APIStatusError as error:
             detail = error.api_message or error.message
+            if force_tool and error.status_code in REFUSED_STATUSES:
+                raise ForcedToolRefused(
+                    f"Anthropic API at {where} refused tool_choice {force_tool!r}: HTTP "
+                    f"{error.status_code}: {detail}"
+                ) from error
             raise LlmError(
                 f"Anthropic API at {where} answered HTTP {error.status_code}: {detail}"
             ) from error
@@ -188,7 +227,11 @@ class AnthropicProvider(LlmProvider):
             raise LlmError(f"Anthropic API at {where} broke off the stream: {error!r}") from error
         except json.JSONDecodeError as error:
             raise LlmError(f"Anthropic API at {where} sent a malformed event: {error}") from error
-        yield reader.usage
+        yield reader.usage(messages, tools)
+
+
+def forced_choice(name: str) -> ToolChoiceToolParam:
+    return {"type": "tool", "name": name}
 
 
 def _total_input_tokens(usage: AnthropicUsage | MessageDeltaUsage) -> int:

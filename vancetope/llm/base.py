@@ -1,8 +1,9 @@
 """The one provider interface every LLM backend implements.
 
 Messages and tool schemas go in; a stream of text deltas, tool calls and one usage record comes
-out. Providers make their SDK client per call (no long-lived clients held by engines), so a
-change of settings or credentials applies to the next call.
+out. Engines hold no clients: a provider is built, and cached, per configuration
+(vancetope/llm/factory.py), so a change of settings or credentials gives the next call a new
+provider.
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ class TextDelta:
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    # True when the server reported no usage and the counts are the provider's estimate
+    # (vancetope/llm/estimate.py), or were counted with a tokenizer rather than reported.
+    estimated: bool = False
+    # Why the model stopped, as its provider says it (`stop`, `tool_calls`, `end_turn`, …);
+    # "" when the provider did not say. Traces carry it (gen_ai.response.finish_reasons); it
+    # is no part of a usage's value (two usages of the same tokens are equal).
+    finish_reason: str = field(default="", compare=False)
 
 
 StreamItem = TextDelta | ToolCall | Usage
@@ -77,10 +85,24 @@ class Completion:
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=lambda: Usage(0, 0))
+    # Why the answer's tool call could not be read (MalformedToolCall); "" when it could.
+    malformed: str = ""
 
 
 class LlmError(Exception):
     """The provider failed: network, auth, rate limit or a malformed answer."""
+
+
+class MalformedToolCall(LlmError):
+    """The model's tool call has arguments that are not a JSON object (often cut off at the
+    token limit). A structured step sends that back once, as it does a call that does not fit
+    the schema; elsewhere it is a provider failure like any other."""
+
+
+class ForcedToolRefused(LlmError):
+    """The server refused a call that forced a tool (`force_tool`): some OpenAI-compatible
+    servers and older models reject `tool_choice` naming a function. The caller may ask once
+    more without forcing (ctx.llm.structured does, and says so if that fails too)."""
 
 
 class LlmProvider(ABC):
@@ -95,8 +117,15 @@ class LlmProvider(ABC):
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
-        """Yield text deltas and tool calls as they arrive, and exactly one Usage at the end."""
+        """Yield text deltas and tool calls as they arrive, and exactly one Usage at the end.
+
+        `force_tool` names one of `tools` the model must call (a structured step): the
+        provider forces it the way its server allows (OpenAI's and Anthropic's `tool_choice`,
+        a grammar for the local model). A server that refuses to be forced raises
+        ForcedToolRefused; None leaves the choice to the model."""
 
     def describe(self) -> str:
         return f"{self.name} (model {self.model})"

@@ -16,9 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.http.request import validate_host
 
 from vancetope.llm.base import (
     CallInfo,
@@ -28,9 +30,10 @@ from vancetope.llm.base import (
     StreamItem,
     ToolSchema,
 )
-from vancetope.llm.scripted import ScriptedProvider
+from vancetope.llm.local_model import LocalModelProblem, resolve_model
+from vancetope.llm.scripted import ScriptedProvider, resolve_script
 
-PROVIDER_KINDS = ("scripted", "openai", "anthropic")
+PROVIDER_KINDS = ("scripted", "openai", "anthropic", "local")
 # Providers kept (one per configuration in use: a few projects with their own models or keys).
 CACHED_PROVIDERS = 64
 
@@ -40,20 +43,57 @@ _cache_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class LlmConfig:
-    """What selects a provider. Empty `base_url` / `api_key`: the environment's for `kind`."""
+    """What selects a provider. An empty `base_url` is the environment's URL for `kind` (the
+    operator's); an empty `api_key` is no key: the environment's key is only ever used where
+    it was resolved with the environment's URL (`from_env`, vancetope/config/llm.py), never
+    filled in here, so a URL set by someone else never receives it."""
 
     kind: str
     model: str = ""
     base_url: str = ""
     api_key: str = ""
+    # Why a key in effect was not sent with this URL (for the error a keyless call may get).
+    withheld: str = ""
 
     @classmethod
     def from_env(cls) -> LlmConfig:
-        return cls(kind=settings.VANCETOPE_LLM, model=settings.VANCETOPE_LLM_MODEL)
+        kind = settings.VANCETOPE_LLM
+        return cls(kind=kind, model=settings.VANCETOPE_LLM_MODEL, api_key=environment_key(kind))
 
     def describe(self) -> str:
         """For errors and logs: never the key."""
         return f"{self.kind} at {self.base_url or 'its default URL'}, model {self.model or '-'}"
+
+
+def environment_key(kind: str) -> str:
+    """The operator's key for `kind`, from the environment."""
+    if kind == "openai":
+        return str(settings.OPENAI_API_KEY)
+    if kind == "anthropic":
+        return str(settings.ANTHROPIC_API_KEY)
+    return ""
+
+
+def environment_url(kind: str) -> str:
+    """The operator's base URL for `kind`, from the environment ("" for the provider's own)."""
+    if kind == "openai":
+        return str(settings.OPENAI_BASE_URL)
+    if kind == "anthropic":
+        return str(settings.ANTHROPIC_BASE_URL)
+    return ""
+
+
+def check_allowed_url(url: str, kind: str) -> str:
+    """What is wrong with sending LLM calls to `url` under the operator's allow-list
+    (VANCETOPE_LLM_ALLOWED_HOSTS, Django's ALLOWED_HOSTS syntax); "" when nothing is. The
+    environment's own URL and a provider's default one are always allowed."""
+    allowed = settings.VANCETOPE_LLM_ALLOWED_HOSTS
+    if not allowed or not url or url == environment_url(kind):
+        return ""
+    host = urlsplit(url).hostname or ""
+    if validate_host(host, allowed):
+        return ""
+    return f"host {host!r} is not in the operator's VANCETOPE_LLM_ALLOWED_HOSTS"
 
 
 class LlmConfigError(LlmError):
@@ -76,6 +116,8 @@ class MisconfiguredProvider(LlmProvider):
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
         raise LlmConfigError(self.problem)
 
@@ -129,21 +171,49 @@ def _key(config: LlmConfig) -> tuple[Any, ...]:
             f"use one of: {', '.join(PROVIDER_KINDS)}"
         )
     if kind == "scripted":
-        script = settings.VANCETOPE_LLM_SCRIPT
+        script = resolve_script(settings.VANCETOPE_LLM_SCRIPT)
         return (kind, config.model, script, _modification_time(script))
-    limits = (settings.VANCETOPE_LLM_TIMEOUT, settings.VANCETOPE_LLM_MAX_TOKENS)
+    if kind == "local":
+        # The GGUF file is the Brain's (an operator's) choice, never a project's llm.model:
+        # a setting anyone may change must not name a file the Brain then reads.
+        try:
+            path = resolve_model(settings.VANCETOPE_LOCAL_MODEL)
+        except LocalModelProblem as problem:
+            raise ImproperlyConfigured(str(problem)) from problem
+        sizes = (settings.VANCETOPE_LOCAL_CONTEXT, settings.VANCETOPE_LLM_MAX_TOKENS)
+        return (kind, "", *sizes, temperature(), path)
+    limits = (
+        settings.VANCETOPE_LLM_TIMEOUT,
+        settings.VANCETOPE_LLM_MAX_TOKENS,
+        temperature(),
+        settings.VANCETOPE_LLM_MAX_CONCURRENT,
+    )
+    base_url = config.base_url or environment_url(kind)
+    refused = check_allowed_url(base_url, kind)
+    if refused:
+        raise ImproperlyConfigured(f"llm.baseUrl {base_url}: {refused}")
     if kind == "openai":
-        base_url = config.base_url or settings.OPENAI_BASE_URL
-        api_key = config.api_key or settings.OPENAI_API_KEY
-        return (kind, config.model, *limits, base_url, api_key)
-    api_key = config.api_key or settings.ANTHROPIC_API_KEY
-    if not api_key:
+        return (kind, config.model, *limits, base_url, config.api_key)
+    if not config.api_key:
         raise ImproperlyConfigured(
-            "VANCETOPE_LLM=anthropic needs ANTHROPIC_API_KEY (your Anthropic API key); set it "
-            "(or the setting llm.apiKey), or choose another provider (scripted, openai)"
+            config.withheld
+            or "VANCETOPE_LLM=anthropic needs ANTHROPIC_API_KEY (your Anthropic API key); set "
+            "it (or the setting llm.apiKey), or choose another provider (scripted, openai)"
         )
-    base_url = config.base_url or settings.ANTHROPIC_BASE_URL
-    return (kind, config.model, *limits, base_url, api_key)
+    return (kind, config.model, *limits, base_url, config.api_key)
+
+
+def temperature() -> float | None:
+    """VANCETOPE_LLM_TEMPERATURE as a number; None (the server's default) when unset."""
+    raw = settings.VANCETOPE_LLM_TEMPERATURE
+    if not raw:
+        return None
+    try:
+        return float(raw)
+    except ValueError as error:
+        raise ImproperlyConfigured(
+            f"VANCETOPE_LLM_TEMPERATURE={raw!r} is not a number (e.g. 0, or 0.7)"
+        ) from error
 
 
 def _modification_time(script: str) -> int | None:
@@ -163,15 +233,33 @@ def _build_provider(key: tuple[Any, ...]) -> LlmProvider:
     kind, model = key[0], key[1]
     if kind == "scripted":
         return ScriptedProvider(key[2] or None, model=model)
-    timeout, max_tokens, base_url, api_key = key[2:]
+    if kind == "local":
+        from vancetope.llm.local_provider import LocalProvider
+
+        context_tokens, max_tokens, degrees, path = key[2:]
+        return LocalProvider(
+            model_path=path,
+            context_tokens=context_tokens,
+            max_tokens=max_tokens,
+            temperature=degrees,
+        )
+    timeout, max_tokens, degrees, concurrent, base_url, api_key = key[2:]
     if kind == "openai":
         from vancetope.llm.openai_provider import OpenAICompatibleProvider
 
         return OpenAICompatibleProvider(
-            model=model, base_url=base_url, api_key=api_key, timeout=timeout, max_tokens=max_tokens
+            model=model,
+            base_url=base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            temperature=degrees,
+            max_concurrent=concurrent,
         )
     from vancetope.llm.anthropic_provider import AnthropicProvider
 
+    # The Messages API of current models takes no temperature: VANCETOPE_LLM_TEMPERATURE is
+    # for the OpenAI-compatible and local providers.
     return AnthropicProvider(
         model=model, api_key=api_key, base_url=base_url, timeout=timeout, max_tokens=max_tokens
     )

@@ -8,32 +8,40 @@ local servers understand only the former; the default model, gpt-4o-mini, accept
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import openai
 from openai.types.chat import (
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
     ChatCompletionMessageParam,
+    ChatCompletionNamedToolChoiceParam,
 )
 
 from vancetope.llm.base import (
     CallInfo,
+    ForcedToolRefused,
     LlmError,
     LlmMessage,
     LlmProvider,
+    MalformedToolCall,
     StreamItem,
     TextDelta,
     ToolCall,
     ToolSchema,
     Usage,
 )
+from vancetope.llm.estimate import estimate_usage
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 # Local servers ignore the key but the SDK refuses to build a client without one.
 PLACEHOLDER_API_KEY = "not-needed"
+# What a server answers when it does not take a `tool_choice` naming a function (a bad
+# request, or a body it cannot process); only then is the forced call asked again unforced.
+REFUSED_STATUSES = frozenset({400, 422})
 
 
 @dataclass
@@ -47,14 +55,16 @@ class _PartialToolCall:
     def finish(self, index: int) -> ToolCall:
         raw_arguments = "".join(self.argument_parts)
         try:
-            arguments = json.loads(raw_arguments) if raw_arguments.strip() else {}
+            # strict=False: a raw newline or tab inside a string (small models write them, and
+            # llama.cpp's grammars let them through) is read as the character it is.
+            arguments = json.loads(raw_arguments, strict=False) if raw_arguments.strip() else {}
         except json.JSONDecodeError as error:
-            raise LlmError(
+            raise MalformedToolCall(
                 f"model sent invalid JSON arguments for tool {self.name!r}: {error}: "
                 f"{raw_arguments[:200]!r}"
             ) from error
         if not isinstance(arguments, dict):
-            raise LlmError(
+            raise MalformedToolCall(
                 f"model sent arguments for tool {self.name!r} that are not a JSON object: "
                 f"{raw_arguments[:200]!r}"
             )
@@ -63,12 +73,18 @@ class _PartialToolCall:
 
 
 @dataclass
-class _ChunkReader:
+class ChunkReader:
     """Turns streamed chunks into text deltas now, and tool calls and usage at the end."""
 
     partial_calls: dict[int, _PartialToolCall] = field(default_factory=dict)
-    # Servers that ignore `include_usage` send none; the contract still wants one Usage.
-    usage: Usage = field(default_factory=lambda: Usage(prompt_tokens=0, completion_tokens=0))
+    # Servers that ignore `include_usage` send none: `finish` estimates it from what was said.
+    usage: Usage | None = None
+    finish_reason: str = ""
+    text_parts: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
 
     def read(self, chunk: ChatCompletionChunk) -> Iterator[TextDelta]:
         if chunk.usage is not None:
@@ -80,20 +96,35 @@ class _ChunkReader:
             # We never ask for n > 1; ignore extra choices a server might send.
             if choice.index != 0:
                 continue
+            if choice.finish_reason:
+                self.finish_reason = str(choice.finish_reason)
             if choice.delta.content:
+                self.text_parts.append(choice.delta.content)
                 yield TextDelta(choice.delta.content)
             for fragment in choice.delta.tool_calls or []:
                 partial = self.partial_calls.setdefault(fragment.index, _PartialToolCall())
                 partial.id = fragment.id or partial.id
                 if fragment.function and fragment.function.name:
-                    partial.name += fragment.function.name
+                    # OpenAI sends the name once; llama.cpp's Python server repeats it whole in
+                    # every fragment of the call, which must not make it "nn…".
+                    if fragment.function.name != partial.name:
+                        partial.name += fragment.function.name
                 if fragment.function and fragment.function.arguments:
                     partial.argument_parts.append(fragment.function.arguments)
 
-    def finish(self) -> Iterator[ToolCall | Usage]:
-        for index in sorted(self.partial_calls):
-            yield self.partial_calls[index].finish(index)
-        yield self.usage
+    def tool_calls(self) -> list[ToolCall]:
+        return [self.partial_calls[index].finish(index) for index in sorted(self.partial_calls)]
+
+    def finish(
+        self, messages: list[LlmMessage], tools: list[ToolSchema] | None
+    ) -> Iterator[ToolCall | Usage]:
+        calls = self.tool_calls()
+        yield from calls
+        if self.usage is None:
+            usage = estimate_usage(messages, tools, "".join(self.text_parts), calls)
+        else:
+            usage = self.usage
+        yield replace(usage, finish_reason=self.finish_reason)
 
 
 class OpenAICompatibleProvider(LlmProvider):
@@ -108,6 +139,8 @@ class OpenAICompatibleProvider(LlmProvider):
         timeout: float = 120.0,
         max_tokens: int = 4096,
         max_retries: int = 2,
+        temperature: float | None = None,
+        max_concurrent: int = 0,
     ) -> None:
         self.model = model or DEFAULT_OPENAI_MODEL
         self.base_url = base_url or DEFAULT_OPENAI_BASE_URL
@@ -115,37 +148,64 @@ class OpenAICompatibleProvider(LlmProvider):
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.max_retries = max_retries
+        # None: the server's own default (VANCETOPE_LLM_TEMPERATURE unset).
+        self.temperature = temperature
+        self._client_lock = threading.Lock()
+        self._kept_client: openai.OpenAI | None = None
+        # At most this many calls to the server at once from this OS process (0: no bound).
+        self._slots = server_slots(self.base_url, max_concurrent)
 
     def describe(self) -> str:
         return f"openai-compatible at {self.base_url}, model {self.model}"
+
+    def _client(self) -> openai.OpenAI:
+        """One client per provider, made on its first call: building one costs 20-40 ms (an
+        SSL context), which every call would add to its time to first token, and a kept client
+        keeps its connections open. Settings cannot go stale: the factory builds a new
+        provider when any setting it was built from changes. The client is thread-safe."""
+        with self._client_lock:
+            if self._kept_client is None:
+                self._kept_client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=self.api_key,
+                    timeout=self.timeout,
+                    max_retries=self.max_retries,
+                )
+            return self._kept_client
 
     def stream(
         self,
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
-        reader = _ChunkReader()
+        reader = ChunkReader()
+        if self._slots is not None:
+            # Held for the whole stream; a caller that stops reading closes the generator,
+            # which lets the slot go.
+            self._slots.acquire()
         try:
-            # A client per call, so changed settings or credentials apply to the next call.
-            with openai.OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-            ) as client:
-                chunks = client.chat.completions.create(
-                    model=(info.model if info else "") or self.model,
-                    messages=[to_openai_message(message) for message in messages],
-                    tools=[to_openai_tool(tool) for tool in tools] if tools else openai.omit,
-                    max_tokens=self.max_tokens,
-                    stream=True,
-                    stream_options={"include_usage": True},
-                )
-                with chunks:
-                    for chunk in chunks:
-                        yield from reader.read(chunk)
+            chunks = self._client().chat.completions.create(
+                model=(info.model if info else "") or self.model,
+                messages=[to_openai_message(message) for message in messages],
+                tools=[to_openai_tool(tool) for tool in tools] if tools else openai.omit,
+                tool_choice=forced_choice(force_tool) if force_tool else openai.omit,
+                max_tokens=self.max_tokens,
+                temperature=openai.omit if self.temperature is None else self.temperature,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            with chunks:
+                for chunk in chunks:
+                    yield from reader.read(chunk)
         except openai.APIStatusError as error:
+            if force_tool and error.status_code in REFUSED_STATUSES:
+                raise ForcedToolRefused(
+                    f"OpenAI-compatible server at {self.base_url} refused tool_choice "
+                    f"{force_tool!r}: HTTP {error.status_code}: {error.message}"
+                ) from error
             raise LlmError(
                 f"OpenAI-compatible server at {self.base_url} answered HTTP "
                 f"{error.status_code}: {error.message}"
@@ -167,7 +227,29 @@ class OpenAICompatibleProvider(LlmProvider):
             raise LlmError(
                 f"OpenAI-compatible server at {self.base_url} sent a malformed event: {error}"
             ) from error
-        yield from reader.finish()
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+        yield from reader.finish(messages, tools)
+
+
+_server_slots: dict[tuple[str, int], threading.BoundedSemaphore] = {}
+_server_slots_lock = threading.Lock()
+
+
+def server_slots(base_url: str, limit: int) -> threading.BoundedSemaphore | None:
+    """The calls in flight to one server from this OS process, shared by every provider of
+    that URL, or None without a limit. llama.cpp's Python server answers one request at a
+    time and garbles streams it is sent at once (three of four concurrent forced calls came
+    back without their tool call): VANCETOPE_LLM_MAX_CONCURRENT=1 queues them here."""
+    if limit <= 0:
+        return None
+    with _server_slots_lock:
+        return _server_slots.setdefault((base_url, limit), threading.BoundedSemaphore(limit))
+
+
+def forced_choice(name: str) -> ChatCompletionNamedToolChoiceParam:
+    return {"type": "function", "function": {"name": name}}
 
 
 def to_openai_message(message: LlmMessage) -> ChatCompletionMessageParam:

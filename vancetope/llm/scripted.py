@@ -1,4 +1,4 @@
-"""The offline, deterministic provider (PROTOCOL.md, last paragraph of "Operations").
+"""The offline, deterministic provider (docs/protocol.md, "The scripted LLM's script").
 
 With no script it answers `echo: ` + the last user message. A script is a YAML list of rules,
 tried in order; the first rule that matches (and has not used up its `times`, counted per
@@ -38,6 +38,14 @@ A rule with `error` answers nothing: the call raises `LlmError` with that text w
 (`times` counts it like any answer), so a script can make one engine's, step's or persona's
 provider fail. It takes no `reply` or `tool_calls`.
 
+A structured step's forced tool (`force_tool`) does not change the answer: the script says what
+the "model" does, a call of the forced tool or not.
+
+A rule with `tool_calls` answers a user message once: when the calls after that message (the
+tool loop of one turn) already hold its calls, same names and arguments, with their results,
+the rule is passed over and the next matching rule answers, so no `times: 1` twin is needed to
+stop a tool loop from calling the same tool for ever (when no rule is left, the echo answers).
+
 A rule's `delay_per_delta` replaces the provider's own (the `delay_per_delta` constructor
 argument, 0 by default) for that rule's replies; the echo and rules without it use the
 provider's.
@@ -74,6 +82,8 @@ from vancetope.llm.base import (
 )
 
 SYSTEM_PREFIX = "system:"
+# Scripts shipped with the Brain, named by VANCETOPE_LLM_SCRIPT without a path (e.g. `demo`).
+BUNDLED_SCRIPTS = Path(__file__).with_name("scripts")
 # Keys matched against the call's CallInfo, exactly.
 INFO_KEYS = ("engine", "step", "recipe", "model")
 RULE_KEYS = frozenset(
@@ -86,6 +96,30 @@ TOOL_CALL_KEYS = frozenset({"name", "arguments"})
 class ScriptedToolCall:
     name: str
     arguments: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return call_key(self.name, self.arguments)
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> str:
+    """A tool call's name and arguments as one comparable string."""
+    return name + json.dumps(arguments, sort_keys=True, default=str)
+
+
+def messages_since_last_user(messages: list[LlmMessage]) -> list[LlmMessage]:
+    """The tool loop of the current turn: the messages after the last user message."""
+    for position in range(len(messages) - 1, -1, -1):
+        if messages[position].role == "user":
+            return messages[position + 1 :]
+    return []
+
+
+def called(turn: list[LlmMessage]) -> frozenset[str]:
+    """The tool calls the assistant made in this turn (call_key of each)."""
+    return frozenset(
+        call_key(call.name, call.arguments) for message in turn for call in message.tool_calls
+    )
 
 
 @dataclass(frozen=True)
@@ -160,26 +194,38 @@ class ScriptedProvider(LlmProvider):
         self._tool_call_counter = 0
 
     def describe(self) -> str:
-        source = f" from {self.script_path}" if self.script_path else ""
-        return f"scripted{source} (offline; set VANCETOPE_LLM=openai|anthropic to use a real model)"
+        bundled = bundled_script_name(self.script_path)
+        if bundled:
+            source = f" with the {bundled} script (docs/demo.md)"
+        else:
+            source = f" from {self.script_path}" if self.script_path else ""
+        return (
+            f"scripted{source} (offline; set VANCETOPE_LLM=local|openai|anthropic to use a "
+            "real model)"
+        )
 
     def stream(
         self,
         messages: list[LlmMessage],
         tools: list[ToolSchema] | None = None,
         info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
     ) -> Iterator[StreamItem]:
+        # `force_tool` is taken and left to the script: a rule answers what it says, so a
+        # test can still script a structured step that gives no call (and see the retry).
         # The rule is chosen when the call is made, not when the stream is first read, so the
         # order of `times` and tool-call ids follows the order of calls.
         last_user_message = next(
             (message.content for message in reversed(messages) if message.role == "user"), ""
         )
+        this_turn = messages_since_last_user(messages)
         system_prompt = "".join(m.content for m in messages if m.role == "system")
         # A call that names no model asks for the provider's own: rules match on that.
         asked = info or CallInfo()
         asked = dataclasses.replace(asked, model=asked.model or self.model)
         with self._lock:
-            rule = self._claim_rule(last_user_message, system_prompt, asked)
+            rule = self._claim_rule(last_user_message, system_prompt, asked, called(this_turn))
             tool_calls = self._number_tool_calls(rule.tool_calls if rule else ())
         if rule is not None and rule.error:
             raise LlmError(rule.error)
@@ -193,11 +239,17 @@ class ScriptedProvider(LlmProvider):
         return self._emit(reply, tool_calls, prompt_tokens, delay, delay_per_delta)
 
     def _claim_rule(
-        self, last_user_message: str, system_prompt: str, info: CallInfo
+        self,
+        last_user_message: str,
+        system_prompt: str,
+        info: CallInfo,
+        called_this_turn: frozenset[str],
     ) -> ScriptRule | None:
         for rule in self.rules:
             if not rule.matches(last_user_message, system_prompt, info):
                 continue
+            if rule.tool_calls and {call.key for call in rule.tool_calls} <= called_this_turn:
+                continue  # its calls were made and answered: the loop goes on to an answer
             fired = self._fired.get(rule.index, 0)
             if rule.times is not None and fired >= rule.times:
                 continue
@@ -232,7 +284,27 @@ class ScriptedProvider(LlmProvider):
         completion_tokens = count_words(reply) + sum(
             count_words(call.name) + count_words(json.dumps(call.arguments)) for call in tool_calls
         )
-        yield Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        yield Usage(
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason="tool_calls" if tool_calls else "stop",
+        )
+
+
+def resolve_script(value: str) -> str:
+    """VANCETOPE_LLM_SCRIPT as a file path: a bare name (`demo`) is a bundled script's."""
+    if value and not Path(value).suffix and "/" not in value and "\\" not in value:
+        bundled = BUNDLED_SCRIPTS / f"{value}.yaml"
+        if bundled.is_file():
+            return str(bundled)
+    return value
+
+
+def bundled_script_name(path: Path | None) -> str:
+    """The name of a bundled script (`demo`), "" for any other file."""
+    if path is None or path.parent.resolve() != BUNDLED_SCRIPTS.resolve():
+        return ""
+    return path.stem
 
 
 def load_script_file(path: Path) -> Any:

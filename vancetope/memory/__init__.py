@@ -1,2 +1,2 @@
 """The memory kernel: items at tenant, group, project and session scope, documents, and hybrid
-search over both (ARCHITECTURE §8, PROTOCOL's memory item and search result)."""
+search over both (docs/protocol.md: the memory item and the search result)."""

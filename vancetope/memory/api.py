@@ -1,58 +1,108 @@
-"""REST: /api/memory (items, lookup, search), /api/documents and /api/knowledge (the knowledge
-graph's edges and nodes) (PROTOCOL second stage).
+"""REST: /api/memory (items, lookup, search) and /api/documents (PROTOCOL second stage); the
+knowledge graph's are in knowledge_api.py.
 
 Everything is limited to what the caller sees (scopes.py); another tenant's id is a 404.
 """
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 from django.db.models import Count
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import RootModel, WithJsonSchema
 from rest_framework import serializers, viewsets
 from rest_framework.decorators import action
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from vancetope.api import PAGE_PARAMETERS, errors, paginated
+from vancetope.api import (
+    PAGE_PARAMETERS,
+    InputSerializer,
+    PatternField,
+    change_body,
+    errors,
+    paginated,
+)
 from vancetope.errors import BadRequest
+from vancetope.ids import public_id_pattern
 from vancetope.jsonbody import BodyParser
 from vancetope.memory import documents, graph, items
-from vancetope.memory.models import EdgeAuthor, EdgeType, Scope, SourceKind
+from vancetope.memory.models import Scope, SourceKind
 from vancetope.memory.presenters import (
     DocumentObject,
     DocumentPage,
-    KnowledgeEdgeObject,
-    KnowledgeEdgePage,
-    KnowledgeNodeObject,
     LookupObject,
     MemoryItemObject,
     MemoryItemPage,
     SearchResultsObject,
     document_data,
-    edge_data,
     item_data,
-    node_data,
 )
 from vancetope.memory.scopes import check_may_change, person_reach, person_target
-from vancetope.memory.search import Mode, search
-from vancetope.tenancy.services import get_visible_project
+from vancetope.memory.search import MAX_K, Mode, search
+from vancetope.openapi import NOT_BLANK
+from vancetope.tenancy.services import get_visible_project, require_project_admin
 
 
-class ItemInput(serializers.Serializer):
+class ItemInput(InputSerializer):
     scope = serializers.ChoiceField(choices=Scope.values)
     scopeId = serializers.CharField(required=False, allow_blank=True, default="")
     key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-    content = serializers.CharField(trim_whitespace=False)
+    content = PatternField(NOT_BLANK, trim_whitespace=False, max_length=items.MAX_CONTENT)
     tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
 
 
-class ItemChange(serializers.Serializer):
-    content = serializers.CharField(trim_whitespace=False)
+def _item_body(scope: str, scope_id: dict[str, Any] | None) -> dict[str, Any]:
+    """The body of a write at `scope`, with its scopeId (None: may be left out)."""
+    text = {"type": "string", "pattern": NOT_BLANK}
+    properties = {
+        "scope": {"type": "string", "const": scope},
+        "scopeId": scope_id or {"type": "string"},
+        "key": {"type": "string", "maxLength": 200},
+        "content": {**text, "maxLength": items.MAX_CONTENT},
+        # DRF's CharField takes a number as its text (`0` is the tag "0").
+        "tags": {"type": "array", "items": {"anyOf": [text, {"type": "number"}]}},
+    }
+    required = ["scope", "content", *(["scopeId"] if scope_id else [])]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+class ItemBody(RootModel[dict[str, Any]]):
+    """A memory item to write: its scope and where (scopeId: a session's sess_ id, a group's
+    grp_ id, a project's proj_ id (left out: your project, when you are in exactly one) or a
+    tenant's slug (left out: yours))."""
+
+    root: Annotated[
+        dict[str, Any],
+        WithJsonSchema(
+            {
+                "oneOf": [
+                    _item_body("session", {"type": "string", "pattern": public_id_pattern("sess")}),
+                    _item_body("group", {"type": "string", "pattern": public_id_pattern("grp")}),
+                    _item_body("project", None),
+                    _item_body("tenant", None),
+                ]
+            }
+        ),
+    ]
+
+
+class ItemChange(InputSerializer):
+    # Omitted: the content stays (a PATCH of the tags alone).
+    content = PatternField(
+        NOT_BLANK, trim_whitespace=False, max_length=items.MAX_CONTENT, required=False
+    )
     tags = serializers.ListField(child=serializers.CharField(), required=False)
 
 
-class DocumentInput(serializers.Serializer):
+class DocumentInput(InputSerializer):
     project = serializers.CharField(help_text="the project, proj_…")
     title = serializers.CharField(required=False, allow_blank=True, default="")
     content = serializers.CharField(required=False, trim_whitespace=False)
@@ -87,17 +137,21 @@ class MemoryViewSet(viewsets.ViewSet):
         reach = person_reach(
             request.user, project=params.get("project", ""), session=params.get("session", "")
         )
-        rows = items.visible_items(reach, include_invalid=params.get("includeInvalid") == "true")
-        if scope := params.get("scope"):
+        rows = items.visible_items(
+            reach, include_invalid=graph.parse_flag(params.get("includeInvalid"), "includeInvalid")
+        )
+        if (scope := params.get("scope")) is not None:
             if scope not in Scope.values:
-                raise BadRequest(f"scope must be one of {', '.join(Scope.values)}", error="scope")
+                raise BadRequest(
+                    f"scope must be one of {', '.join(Scope.values)}", error="scope", field="scope"
+                )
             rows = rows.filter(scope=scope)
         if "key" in params:
             rows = rows.filter(key=params["key"])
         return paginated(request, self, rows, item_data)
 
     @extend_schema(
-        request=ItemInput, responses={201: MemoryItemObject, **errors(400, 401, 403, 404)}
+        request=ItemBody, responses={201: MemoryItemObject, **errors(400, 401, 403, 404)}
     )
     def create(self, request: Request) -> Response:
         body = ItemInput(data=request.data)
@@ -117,21 +171,22 @@ class MemoryViewSet(viewsets.ViewSet):
         request=ItemChange, responses={200: MemoryItemObject, **errors(400, 401, 403, 404)}
     )
     def partial_update(self, request: Request, item_id: str) -> Response:
-        """A new version of the item (the answer); the old one is kept, superseded."""
-        body = ItemChange(data=request.data)
+        """A new version of the item (the answer) with the content and tags given (the others
+        kept); the old one is kept, superseded. Nothing changed: the item as it is."""
+        body = ItemChange(data=change_body(request))
         body.is_valid(raise_exception=True)
         item = items.get_visible_item(person_reach(request.user), item_id)
-        check_may_change(request.user, item.scope, item.tenant_id, item.owner_id)
-        new = items.supersede_item(
-            item, body.validated_data["content"], _source(request), body.validated_data.get("tags")
-        )
+        check_may_change(request.user, item)
+        data = body.validated_data
+        content = data.get("content", item.content)
+        new = items.supersede_item(item, content, _source(request), data.get("tags"))
         return Response(item_data(new))
 
     @extend_schema(request=None, responses={200: MemoryItemObject, **errors(401, 403, 404)})
     def destroy(self, request: Request, item_id: str) -> Response:
         """Invalidates the item (validTo set): it leaves lookups, lists and searches."""
         item = items.get_visible_item(person_reach(request.user), item_id)
-        check_may_change(request.user, item.scope, item.tenant_id, item.owner_id)
+        check_may_change(request.user, item)
         reason = f"deleted by {request.user.get_username()}"
         return Response(item_data(items.invalidate_item(item, reason)))
 
@@ -148,7 +203,7 @@ class MemoryViewSet(viewsets.ViewSet):
     def lookup(self, request: Request) -> Response:
         params = request.query_params
         if not params.get("session") and not params.get("project"):
-            raise BadRequest("lookup needs session or project", error="session")
+            raise BadRequest("lookup needs session or project", error="session", field="session")
         reach = person_reach(
             request.user,
             project=params.get("project", ""),
@@ -168,8 +223,17 @@ class MemoryViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="memory_search",
         parameters=[
-            OpenApiParameter("q", str, required=True),
-            OpenApiParameter("k", int, description="how many results (1–50, default 5)"),
+            OpenApiParameter(
+                "q",
+                {"type": "string", "pattern": NOT_BLANK},
+                required=True,
+                description="what to look for: not blank",
+            ),
+            OpenApiParameter(
+                "k",
+                {"type": "integer", "minimum": 1, "maximum": MAX_K},
+                description=f"how many results (1–{MAX_K}, default 5)",
+            ),
             OpenApiParameter("scope", str, enum=Scope.values),
             OpenApiParameter("project", str, description="proj_…; default: every project seen"),
             OpenApiParameter("session", str, description="sess_… (its session items too)"),
@@ -185,11 +249,13 @@ class MemoryViewSet(viewsets.ViewSet):
         )
         k_text = params.get("k", "5")
         if not k_text.isascii() or not k_text.isdigit():
-            raise BadRequest("k must be a whole number", error="k")
+            raise BadRequest("k must be a whole number", error="k", field="k")
         try:
             mode = Mode(params.get("mode", Mode.HYBRID))
         except ValueError:
-            raise BadRequest("mode must be hybrid, lexical or dense", error="mode") from None
+            raise BadRequest(
+                "mode must be hybrid, lexical or dense", error="mode", field="mode"
+            ) from None
         results = search(
             reach, params.get("q", ""), int(k_text), scope=params.get("scope"), mode=mode
         )
@@ -214,13 +280,14 @@ class DocumentViewSet(viewsets.ViewSet):
 
     @extend_schema(
         request={"application/json": DocumentInput, "multipart/form-data": DocumentInput},
-        responses={201: DocumentObject, **errors(400, 401, 404)},
+        responses={201: DocumentObject, **errors(400, 401, 403, 404)},
     )
     def create(self, request: Request) -> Response:
         body = DocumentInput(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         project = get_visible_project(request.user, data["project"])
+        require_project_admin(request.user, project, "upload documents")
         title, media_type = data["title"], data["mediaType"]
         if upload := data.get("file"):
             document = documents.create_uploaded_document(
@@ -236,7 +303,7 @@ class DocumentViewSet(viewsets.ViewSet):
         if "content" in data:
             content = data["content"]
         else:
-            raise BadRequest("send content or a file", error="content")
+            raise BadRequest("send content or a file", error="content", field="content")
         document = documents.create_document(project, title, content, media_type, request.user)
         return Response(document_data(document), status=201)
 
@@ -244,119 +311,9 @@ class DocumentViewSet(viewsets.ViewSet):
     def retrieve(self, request: Request, document_id: str) -> Response:
         return Response(document_data(documents.get_visible_document(request.user, document_id)))
 
-    @extend_schema(request=None, responses={204: None, **errors(401, 404)})
+    @extend_schema(request=None, responses={204: None, **errors(401, 403, 404)})
     def destroy(self, request: Request, document_id: str) -> Response:
-        documents.delete_document(documents.get_visible_document(request.user, document_id))
+        document = documents.get_visible_document(request.user, document_id)
+        require_project_admin(request.user, document.project, "delete documents")
+        documents.delete_document(document)
         return Response(status=204)
-
-
-class EdgeInput(serializers.Serializer):
-    type = serializers.ChoiceField(choices=EdgeType.values)
-    fromId = serializers.CharField(help_text="a node: mem_N or doc_N:K")
-    toId = serializers.CharField(help_text="a node: mem_N or doc_N:K")
-    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False, default=1.0)
-    reasoning = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=graph.MAX_REASONING
-    )
-
-
-class InvalidateInput(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
-
-
-class KnowledgeEdgeViewSet(viewsets.ViewSet):
-    lookup_field = "edge_id"
-    lookup_value_regex = r"[^/]+"
-
-    @extend_schema(
-        operation_id="knowledge_edges_list",
-        parameters=[
-            OpenApiParameter(
-                "type", str, description=f"one or more of {', '.join(EdgeType.values)}, by commas"
-            ),
-            OpenApiParameter("node", str, description="the edges at this node, mem_N or doc_N:K"),
-            OpenApiParameter("createdBy", str, enum=EdgeAuthor.values),
-            OpenApiParameter("project", str, description="from this project upwards, proj_…"),
-            OpenApiParameter("includeInvalid", bool, description="invalidated ones too"),
-            *PAGE_PARAMETERS,
-        ],
-        responses={200: KnowledgeEdgePage, **errors(400, 401, 404)},
-    )
-    def list(self, request: Request) -> Response:
-        """The edges both of whose ends the caller sees, newest first."""
-        params = request.query_params
-        reach = person_reach(request.user, project=params.get("project", ""))
-        rows = graph.filtered_edges(
-            reach,
-            types=params.get("type", ""),
-            node=params.get("node", ""),
-            created_by=params.get("createdBy", ""),
-            include_invalid=graph.parse_flag(params.get("includeInvalid"), "includeInvalid"),
-        )
-        return paginated(request, self, rows, edge_data)
-
-    @extend_schema(
-        operation_id="knowledge_edges_create",
-        request=EdgeInput,
-        responses={201: KnowledgeEdgeObject, 200: KnowledgeEdgeObject, **errors(400, 401, 404)},
-    )
-    def create(self, request: Request) -> Response:
-        """A person links two nodes they see (createdBy user). The same valid edge again is
-        answered 200 as it is."""
-        body = EdgeInput(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        edge, created = graph.link_nodes(
-            person_reach(request.user),
-            data["type"],
-            data["fromId"],
-            data["toId"],
-            data["confidence"],
-            data["reasoning"],
-            graph.Author(EdgeAuthor.USER, str(request.user.get_username())),
-        )
-        return Response(edge_data(edge), status=201 if created else 200)
-
-    @extend_schema(
-        operation_id="knowledge_edges_retrieve",
-        responses={200: KnowledgeEdgeObject, **errors(401, 404)},
-    )
-    def retrieve(self, request: Request, edge_id: str) -> Response:
-        """One edge, valid or not, if the caller sees both of its ends."""
-        return Response(edge_data(graph.get_visible_edge(person_reach(request.user), edge_id)))
-
-    @extend_schema(
-        operation_id="knowledge_edges_invalidate",
-        request=InvalidateInput,
-        responses={200: KnowledgeEdgeObject, **errors(400, 401, 404, 409)},
-    )
-    @action(detail=True, methods=["post"])
-    def invalidate(self, request: Request, edge_id: str) -> Response:
-        """Ends the edge's validity (validTo set); the edge stays, listed with includeInvalid."""
-        body = InvalidateInput(data=request.data)
-        body.is_valid(raise_exception=True)
-        edge = graph.get_visible_edge(person_reach(request.user), edge_id)
-        reason = body.validated_data["reason"] or f"invalidated by {request.user.get_username()}"
-        return Response(edge_data(graph.invalidate_visible_edge(edge, reason)))
-
-
-class KnowledgeNodeViewSet(viewsets.ViewSet):
-    lookup_field = "node_id"
-    lookup_value_regex = r"[^/]+"
-
-    @extend_schema(
-        operation_id="knowledge_nodes_retrieve",
-        parameters=[OpenApiParameter("includeInvalid", bool, description="invalid edges too")],
-        responses={200: KnowledgeNodeObject, **errors(400, 401, 404)},
-    )
-    def retrieve(self, request: Request, node_id: str) -> Response:
-        """A memory item or document chunk the caller sees, with its visible edges."""
-        reach = person_reach(request.user)
-        node = graph.get_visible_node(reach, node_id)
-        include_invalid = graph.parse_flag(
-            request.query_params.get("includeInvalid"), "includeInvalid"
-        )
-        edges = graph.edges_of(reach, node, include_invalid=include_invalid).select_related(
-            "from_item", "to_item", "from_chunk__document__project", "to_chunk__document__project"
-        )
-        return Response(node_data(node, list(edges)))

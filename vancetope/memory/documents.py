@@ -118,13 +118,17 @@ def chunk_sections(
 
 def check_document(title: str, content: str, media_type: str) -> None:
     if not title.strip():
-        raise BadRequest("title must not be empty", error="title")
+        raise BadRequest("title must not be empty", error="title", field="title")
     if media_type not in MEDIA_TYPES:
-        raise BadRequest(f"mediaType must be one of {', '.join(MEDIA_TYPES)}", error="mediaType")
+        raise BadRequest(
+            f"mediaType must be one of {', '.join(MEDIA_TYPES)}",
+            error="mediaType",
+            field="mediaType",
+        )
     if len(content.encode()) > settings.VANCETOPE_DOCUMENT_MAX_BYTES:
         raise TooLarge(f"document is larger than {settings.VANCETOPE_DOCUMENT_MAX_BYTES} bytes")
     if not content.strip():
-        raise BadRequest("content must not be empty", error="content")
+        raise BadRequest("content must not be empty", error="content", field="content")
 
 
 def page_sections(pages: list[str]) -> list[tuple[str, list[str]]]:
@@ -152,15 +156,20 @@ def pdf_pages(raw: bytes, name: str) -> list[str]:
         raise BadRequest(
             f"file {name!r} is a PDF; reading PDFs needs the pdf extra ({PDF_EXTRA})",
             error="file",
+            field="file",
         ) from None
     try:
         reader = pypdf.PdfReader(io.BytesIO(raw))
         pages = [page.extract_text() or "" for page in reader.pages]
     except Exception as exc:  # pypdf raises many kinds on a broken file
-        raise BadRequest(f"file {name!r} is not a readable PDF: {exc}", error="file") from None
+        raise BadRequest(
+            f"file {name!r} is not a readable PDF: {exc}", error="file", field="file"
+        ) from None
     if not any(text.strip() for text in pages):
         raise BadRequest(
-            f"file {name!r} has no text to read (a scanned PDF holds only images)", error="file"
+            f"file {name!r} has no text to read (a scanned PDF holds only images)",
+            error="file",
+            field="file",
         )
     return pages
 
@@ -186,7 +195,7 @@ def create_uploaded_document(
     try:
         content = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise BadRequest(f"file {name!r} is not UTF-8 text", error="file") from None
+        raise BadRequest(f"file {name!r} is not UTF-8 text", error="file", field="file") from None
     if name.lower().endswith((".txt", ".text")):
         media_type = "text/plain"
     return create_document(project, title, content, media_type, created_by)
@@ -204,7 +213,9 @@ def create_document(
     """`found`: the sections when they are not Markdown's (a PDF's pages)."""
     check_document(title, content, media_type)
     if media_type == PDF and found is None:
-        raise BadRequest("a PDF is uploaded as a multipart file", error="mediaType")
+        raise BadRequest(
+            "a PDF is uploaded as a multipart file", error="mediaType", field="mediaType"
+        )
     with transaction.atomic():
         document = Document.objects.create(
             tenant_id=project.tenant_id,

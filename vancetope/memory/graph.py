@@ -28,6 +28,10 @@ from vancetope.memory.models import (
 from vancetope.memory.scopes import Reach
 
 MAX_REASONING = 4_000
+# The ids of nodes (a memory item, a document's chunk) and a list of edge types, as the
+# OpenAPI document states them (ECMA-262 and Python read them the same).
+NODE_ID_PATTERN = "^(mem_[0-9]{1,18}|doc_[0-9]{1,18}:[0-9]{1,9})$"
+EDGE_TYPES_PATTERN = "^({0})(,({0}))*$".format("|".join(EdgeType.values))
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,7 @@ def get_visible_node(reach: Reach, node_id: str, field: str = "node") -> Node:
         raise BadRequest(
             f"{field}: {node_id!r} is neither a memory item (mem_N) nor a document chunk (doc_N:K)",
             error=field,
+            field=field,
         )
     document_pk = parse_public_id("doc", document, field)
     passages = Passage.objects.filter(
@@ -110,13 +115,19 @@ def put_edge(
 ) -> tuple[KnowledgeEdge, bool]:
     """As `add_edge`, and whether the edge is new."""
     if type not in EdgeType.values:
-        raise BadRequest(f"type must be one of {', '.join(EdgeType.values)}", error="type")
+        raise BadRequest(
+            f"type must be one of {', '.join(EdgeType.values)}",
+            error="type",
+            field="type",
+        )
     if not 0.0 <= confidence <= 1.0:
-        raise BadRequest("confidence must be between 0 and 1", error="confidence")
+        raise BadRequest(
+            "confidence must be between 0 and 1", error="confidence", field="confidence"
+        )
     if source.id == target.id:
-        raise BadRequest("an edge joins two different nodes", error="toId")
+        raise BadRequest("an edge joins two different nodes", error="toId", field="toId")
     if source.tenant_id != target.tenant_id:
-        raise BadRequest("an edge joins two nodes of one tenant", error="toId")
+        raise BadRequest("an edge joins two nodes of one tenant", error="toId", field="toId")
     ends = {
         "from_item": source.item,
         "from_chunk": source.chunk,
@@ -182,42 +193,45 @@ BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
 
 
 def parse_flag(value: str | None, field: str) -> bool:
-    """A true/false query parameter (absent: false); anything else is a 400 naming it."""
-    if value is None or value == "":
+    """A true/false query parameter (absent: false); anything else, an empty value too, is a
+    400 naming it."""
+    if value is None:
         return False
     if value.lower() not in BOOLEANS:
-        raise BadRequest(f"{field} must be true or false, not {value!r}", error=field)
+        raise BadRequest(f"{field} must be true or false, not {value!r}", error=field, field=field)
     return BOOLEANS[value.lower()]
 
 
 def filtered_edges(
     reach: Reach,
     *,
-    types: str = "",
-    node: str = "",
-    created_by: str = "",
+    types: str | None = None,
+    node: str | None = None,
+    created_by: str | None = None,
     include_invalid: bool = False,
 ) -> QuerySet[KnowledgeEdge]:
     """The visible edges a list asks for: `types` one type or several (comma-separated),
-    `node` the edges at one node, `created_by` one author kind; each bad value a 400 naming
-    its filter, a node the reach does not see a 404."""
+    `node` the edges at one node, `created_by` one author kind; each bad value (an empty one
+    too) a 400 naming its filter, a node the reach does not see a 404."""
     rows = visible_edges(reach, include_invalid=include_invalid)
-    if types:
+    if types is not None:
         wanted = [part.strip() for part in types.split(",") if part.strip()]
         unknown = [part for part in wanted if part not in EdgeType.values]
         if unknown or not wanted:
             raise BadRequest(
                 f"type must be one or more of {', '.join(EdgeType.values)}, not {types!r}",
                 error="type",
+                field="type",
             )
         rows = rows.filter(type__in=wanted)
-    if node:
+    if node is not None:
         rows = rows.filter(_at(get_visible_node(reach, node)))
-    if created_by:
+    if created_by is not None:
         if created_by not in EdgeAuthor.values:
             raise BadRequest(
                 f"createdBy must be one of {', '.join(EdgeAuthor.values)}, not {created_by!r}",
                 error="createdBy",
+                field="createdBy",
             )
         rows = rows.filter(created_by_kind=created_by)
     return rows.select_related("from_item", "to_item", "from_chunk__document", "to_chunk__document")
@@ -244,7 +258,11 @@ def link_nodes(
     """A person's (or a process's) edge between two nodes the reach sees, and whether it is
     new (the same valid edge is answered as it is)."""
     if type not in EdgeType.values:
-        raise BadRequest(f"type must be one of {', '.join(EdgeType.values)}", error="type")
+        raise BadRequest(
+            f"type must be one of {', '.join(EdgeType.values)}",
+            error="type",
+            field="type",
+        )
     source = get_visible_node(reach, from_id, "fromId")
     target = get_visible_node(reach, to_id, "toId")
     return put_edge(EdgeType(type), source, target, confidence, reasoning, author)

@@ -41,11 +41,13 @@ def _same_target(target: Target) -> Q:
 
 def check_content(content: str, tags: list[str]) -> None:
     if not content.strip():
-        raise BadRequest("content must not be empty", error="content")
+        raise BadRequest("content must not be empty", error="content", field="content")
     if len(content) > MAX_CONTENT:
-        raise BadRequest(f"content is longer than {MAX_CONTENT} characters", error="content")
+        raise BadRequest(
+            f"content is longer than {MAX_CONTENT} characters", error="content", field="content"
+        )
     if not all(isinstance(tag, str) for tag in tags):
-        raise BadRequest("tags must be strings", error="tags")
+        raise BadRequest("tags must be strings", error="tags", field="tags")
 
 
 def write_item(
@@ -143,6 +145,6 @@ def get_visible_item(reach: Reach, item_id: str) -> MemoryItem:
 def lookup(reach: Reach, key: str) -> MemoryItem | None:
     """The valid item of `key` in the narrowest scope of the reach that holds one."""
     if not key:
-        raise BadRequest("key must not be empty", error="key")
+        raise BadRequest("key must not be empty", error="key", field="key")
     found = {item.scope: item for item in visible_items(reach).filter(key=key).order_by("id")}
     return next((found[scope] for scope in CASCADE_ORDER if scope in found), None)

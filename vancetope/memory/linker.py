@@ -19,8 +19,8 @@ A `contradicts` verdict writes the edge newer → older; at or above
 `linker.contradictionThreshold` it invalidates the older item, below it the run's approval
 poster asks a person (an APPROVAL inbox item), whose answer `settle_approval` applies.
 A `supports` verdict writes the edge newer → older. This kernel imports no app: the app that
-runs it hands it its approval poster (`run_linker(..., ask=...)`: triggers/linker.py posts to
-the inbox of the run's owner).
+runs it hands it its approval poster (`run_linker(..., ask=...)`:
+triggers/cron/brain_linker.py posts to the inbox of the run's owner).
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def run_linker(
     cascade = project_settings(project)
     limit = max_llm_calls or int(cascade.value(keys.LINKER_MAX_LLM_CALLS.name))
     if limit < 1:
-        raise BadRequest("maxLlmCalls must be at least 1", error="maxLlmCalls")
+        raise BadRequest("maxLlmCalls must be at least 1", error="maxLlmCalls", field="maxLlmCalls")
     if since is None:
         hours = int(cascade.value(keys.LINKER_WINDOW_HOURS.name))
         since = timezone.now() - timedelta(hours=hours)

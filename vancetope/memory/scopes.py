@@ -5,26 +5,30 @@ sees tenant items of their tenants, group items of their projects' groups, proje
 their projects and session items of their own sessions; another tenant's items are never in
 any filter, so they can be neither read, searched, listed nor inferred (a foreign id is a 404).
 
-The kernel knows sessions only by id: the sessions app registers how to find one a person owns
-(`register_session_finder`), so this kernel imports no app.
+The kernel knows sessions only by id: the sessions app answers which session a person owns (the
+`session_wanted` signal of vancetope/memory/signals.py), so this kernel imports no app.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from django.db.models import Q
 
 from vancetope.errors import BadRequest, Forbidden, NotFound
 from vancetope.ids import parse_public_id
-from vancetope.memory.models import Scope
+from vancetope.memory import signals
+from vancetope.memory.models import MemoryItem, Scope
 from vancetope.tenancy.models import Project, ProjectGroup, Tenant
 from vancetope.tenancy.services import (
     AnyUser,
     get_visible_project,
     is_tenant_admin,
+    require_project_admin,
+    visible_project_rows,
     visible_projects,
+    visible_tenant_ids,
     visible_tenants,
 )
 
@@ -36,18 +40,10 @@ class SessionRef:
     owner_id: int
 
 
-# (user, session pk) -> the session if that user owns it, else None.
-SessionFinder = Callable[[AnyUser, int], SessionRef | None]
-_session_finder: list[SessionFinder] = []
-
-
-def register_session_finder(finder: SessionFinder) -> None:
-    _session_finder[:] = [finder]
-
-
 def find_session(user: AnyUser, session_id: str) -> SessionRef:
     pk = parse_public_id("sess", session_id, "session")
-    found = _session_finder[0](user, pk) if _session_finder else None
+    answers = signals.session_wanted.send(SessionRef, user=user, session_pk=pk)
+    found = next((cast(SessionRef, ref) for _receiver, ref in answers if ref is not None), None)
     if found is None:
         raise NotFound(f"session {session_id!r} not found")
     return found
@@ -110,8 +106,8 @@ def person_reach(
             owner_id=int(user.pk or 0) if own_sessions else None,
             owner_project_ids=reach.project_ids,
         )
-    projects = list(visible_projects(user).values_list("pk", "group_id", "tenant_id"))
-    tenants = set(visible_tenants(user).values_list("pk", flat=True))
+    projects = visible_project_rows(user)
+    tenants = visible_tenant_ids(user)
     return Reach(
         tenant_ids=frozenset(tenants | {tenant for _, _, tenant in projects}),
         group_ids=frozenset(group for _, group, _ in projects if group),
@@ -159,11 +155,15 @@ def target_from_project(
     return Target(scope, project.tenant)
 
 
-def check_may_change(user: AnyUser, scope: str, tenant_id: int, owner_id: int | None) -> None:
+def check_may_change(user: AnyUser, item: MemoryItem) -> None:
     """A person changes (supersedes, invalidates) an item they see only where they may
-    write: their own session's, a project's, and a group's or tenant's as a tenant admin."""
-    if scope == Scope.SESSION and owner_id != user.pk:
+    write: their own session's, a project's as its admin, and a group's or tenant's as a
+    tenant admin. Members of a project read its memory."""
+    scope, tenant_id = item.scope, item.tenant_id
+    if scope == Scope.SESSION and item.owner_id != user.pk:
         raise Forbidden("only the session's owner changes its memory")
+    if scope == Scope.PROJECT and item.project is not None:
+        require_project_admin(user, item.project, "change project memory")
     if scope in (Scope.GROUP, Scope.TENANT) and not is_tenant_admin(user, tenant_id):
         raise Forbidden(f"only admins of the tenant change {scope} memory")
 
@@ -179,6 +179,7 @@ def person_target(user: AnyUser, scope: str, scope_id: str) -> Target:
         # As for the tenant: a person in exactly one project need not name it.
         only = list(visible_projects(user)[:2])
         if len(only) == 1:
+            require_project_admin(user, only[0], "write project memory")
             return Target(wanted, only[0].tenant, project=only[0])
     if not scope_id and wanted != Scope.TENANT:
         example = {"session": "sess_…", "project": "proj_…", "group": "grp_…"}[wanted]
@@ -188,7 +189,9 @@ def person_target(user: AnyUser, scope: str, scope_id: str) -> Target:
         project = Project.objects.select_related("tenant", "group").get(pk=ref.project_id)
         return target_from_project(user, wanted, project, ref.pk)
     if wanted == Scope.PROJECT:
-        return Target(wanted, (p := get_visible_project(user, scope_id)).tenant, project=p)
+        project = get_visible_project(user, scope_id)
+        require_project_admin(user, project, "write project memory")
+        return Target(wanted, project.tenant, project=project)
     if wanted == Scope.GROUP:
         pk = parse_public_id("grp", scope_id, "project group")
         group = ProjectGroup.objects.filter(pk=pk, projects__in=visible_projects(user)).first()

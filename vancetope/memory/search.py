@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from django.db import connection
+
 from vancetope.errors import BadRequest
 from vancetope.memory.embeddings import get_embedder
-from vancetope.memory.lexical import lexical_ids
+from vancetope.memory.lexical import lexical_ids, visibility_sql
 from vancetope.memory.models import Passage, Scope
 from vancetope.memory.scopes import Reach
 from vancetope.memory.vectors import get_store
@@ -46,10 +48,19 @@ def dense_ids(reach: Reach, query: str, limit: int, scope: str | None = None) ->
     candidates = get_store().nearest(sorted(reach.tenant_ids), vector, limit * 4)
     if not candidates:
         return []
-    rows = Passage.objects.filter(reach.q(), pk__in=candidates)
+    # Raw SQL with the lexical ranking's visibility condition: the ORM would compile this
+    # query (a long IN list, the reach's OR of scopes) anew for every search.
+    where, params = visibility_sql(reach)
     if scope:
-        rows = rows.filter(scope=scope)
-    visible = set(rows.values_list("pk", flat=True))
+        where += " AND p.scope = %s"
+        params.append(scope)
+    listed = ", ".join(["%s"] * len(candidates))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT p.id FROM memory_passage p WHERE p.id IN ({listed}) AND {where}",
+            [*candidates, *params],
+        )
+        visible = {row[0] for row in cursor.fetchall()}
     return [pk for pk in candidates if pk in visible][:limit]
 
 
@@ -68,11 +79,13 @@ def search_hits(
     reach: Reach, query: str, k: int = 5, *, scope: str | None = None, mode: Mode = Mode.HYBRID
 ) -> list[Hit]:
     if not query.strip():
-        raise BadRequest("q must not be empty", error="q")
+        raise BadRequest("q must not be empty", error="q", field="q")
     if not 1 <= k <= MAX_K:
-        raise BadRequest(f"k must be between 1 and {MAX_K}", error="k")
+        raise BadRequest(f"k must be between 1 and {MAX_K}", error="k", field="k")
     if scope is not None and scope not in Scope.values:
-        raise BadRequest(f"scope must be one of {', '.join(Scope.values)}", error="scope")
+        raise BadRequest(
+            f"scope must be one of {', '.join(Scope.values)}", error="scope", field="scope"
+        )
     depth = max(4 * k, 40)
     lexical = lexical_ids(reach, query, depth, scope) if mode != Mode.DENSE else []
     dense = dense_ids(reach, query, depth, scope) if mode != Mode.LEXICAL else []
@@ -89,39 +102,52 @@ def search(
 ) -> list[dict[str, Any]]:
     """PROTOCOL's search results, best first."""
     hits = search_hits(reach, query, k, scope=scope, mode=mode)
-    rows = (
-        Passage.objects.filter(pk__in=[hit.passage_id for hit in hits])
-        .select_related("item", "chunk__document")
-        # Neither the vector nor the whole document is part of a result.
-        .defer("vector", "chunk__document__content")
-    )
-    passages = {row.pk: row for row in rows}
-    return [
-        result_data(passages[hit.passage_id], hit) for hit in hits if hit.passage_id in passages
-    ]
+    if not hits:
+        return []
+    rows = {row[0]: row for row in _result_rows([hit.passage_id for hit in hits])}
+    return [result_data(rows[hit.passage_id], hit) for hit in hits if hit.passage_id in rows]
 
 
-def result_data(passage: Passage, hit: Hit) -> dict[str, Any]:
+# The hits' passages with their item or their chunk and its document, in result_data's order
+# (the foreign keys are nullable, so the joins are LEFT OUTER), without the vector or the whole
+# document.
+RESULT_COLUMNS = (
+    "id",
+    "scope",
+    "item__id",
+    "item__source_kind",
+    "item__source_id",
+    "item__content",
+    "chunk__index",
+    "chunk__text",
+    "chunk__document__id",
+    "chunk__document__title",
+)
+
+
+def _result_rows(passage_ids: list[int]) -> list[tuple[Any, ...]]:
+    return list(Passage.objects.filter(pk__in=passage_ids).values_list(*RESULT_COLUMNS))
+
+
+def result_data(row: tuple[Any, ...], hit: Hit) -> dict[str, Any]:
+    """A result from a row of RESULT_COLUMNS."""
+    _, scope, item_id, source_kind, source_id, content, index, text, document_id, title = row
     data: dict[str, Any] = {}
-    if passage.item is not None:
-        item = passage.item
-        data["itemId"] = item.public_id
-        source = {"kind": item.source_kind, "id": item.source_id or None}
-        text = item.content
+    if item_id is not None:
+        data["itemId"] = f"mem_{item_id}"
+        source = {"kind": source_kind, "id": source_id or None}
     else:
-        assert passage.chunk is not None
-        chunk = passage.chunk
-        data["documentId"] = chunk.document.public_id
-        data["chunk"] = chunk.index
-        data["title"] = chunk.document.title
-        source = {"kind": "document", "id": chunk.document.public_id}
-        text = chunk.text
+        data["documentId"] = f"doc_{document_id}"
+        data["chunk"] = index
+        data["title"] = title
+        source = {"kind": "document", "id": f"doc_{document_id}"}
+        content = text
     return {
         **data,
-        "scope": passage.scope,
+        "scope": scope,
         "source": source,
         "score": round(hit.score, 6),
-        "snippet": snippet(text),
+        "snippet": snippet(content),
         "lexicalRank": hit.lexical_rank,
         "denseRank": hit.dense_rank,
     }

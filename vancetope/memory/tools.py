@@ -1,14 +1,16 @@
-"""The memory tools of engines' pools (PROTOCOL "Tools of the orchestration engines"):
-`memory_read {key}`, `memory_write {key?, content, scope?, tags?}`, `memory_search {query, k?}`.
-They act for the calling process as `ctx.memory` does (capability.py)."""
+"""The memory tools of engines' pools (docs/protocol.md "Tools of the orchestration engines"):
+`memory_read {key}`, `memory_write {key?, content, scope?, tags?}`, `memory_search {query, k?}`,
+and the knowledge graph's `memory_neighbours {nodeId, types?, limit?}` and
+`memory_edges {type, nodeId?, limit?}`. They act for the calling process as `ctx.memory` does
+(capability.py)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vancetope.errors import BadRequest, Forbidden
-from vancetope.memory.capability import MemoryAccess
-from vancetope.memory.models import Scope
+from vancetope.errors import BadRequest, Forbidden, NotFound
+from vancetope.memory.capability import MAX_EDGES, MemoryAccess
+from vancetope.memory.models import EdgeType, Scope
 from vancetope.memory.search import MAX_K
 from vancetope.tools.checker import Classification
 from vancetope.tools.errors import ToolFailure
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from vancetope.tools.dispatch import ToolBox
 
 MEMORY_TOOLS = ("memory_read", "memory_write", "memory_search")
+GRAPH_TOOLS = ("memory_neighbours", "memory_edges")
+NODE_ID = {"type": "string", "pattern": "^(mem_[0-9]+|doc_[0-9]+:[0-9]+)$"}
+LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_EDGES}
 
 
 def _access(toolbox: ToolBox) -> MemoryAccess:
@@ -98,3 +103,59 @@ def memory_write(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
 )
 def memory_search(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
     return {"results": _access(toolbox).search(str(arguments["query"]), int(arguments.get("k", 5)))}
+
+
+@server_tool(
+    "memory_neighbours",
+    "The knowledge graph around one node (a memory item mem_N or a document chunk doc_N:K, "
+    "as memory_search names them): its valid edges (supports, contradicts, derived_from, "
+    "mentions), each with its direction and the other end's snippet. types: only these.",
+    {
+        "type": "object",
+        "properties": {
+            "nodeId": NODE_ID,
+            "types": {"type": "array", "items": {"enum": list(EdgeType.values)}},
+            "limit": LIMIT,
+        },
+        "required": ["nodeId"],
+        "additionalProperties": False,
+    },
+    safety=Safety.SAFE_PROBE,
+)
+def memory_neighbours(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    node_id = str(arguments["nodeId"])
+    try:
+        edges = _access(toolbox).neighbours(
+            node_id, list(arguments.get("types") or []), int(arguments.get("limit", MAX_EDGES))
+        )
+    except (BadRequest, NotFound) as exc:
+        raise ToolFailure(exc.message, classification=Classification.BAD_ARGUMENTS) from exc
+    return {"nodeId": node_id, "edges": edges}
+
+
+@server_tool(
+    "memory_edges",
+    "The knowledge graph's valid edges of one type (supports, contradicts, derived_from, "
+    "mentions), newest first; nodeId: only those at that node.",
+    {
+        "type": "object",
+        "properties": {
+            "type": {"enum": list(EdgeType.values)},
+            "nodeId": NODE_ID,
+            "limit": LIMIT,
+        },
+        "required": ["type"],
+        "additionalProperties": False,
+    },
+    safety=Safety.SAFE_PROBE,
+)
+def memory_edges(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    try:
+        edges = _access(toolbox).edges(
+            str(arguments["type"]),
+            node_id=arguments.get("nodeId"),
+            limit=int(arguments.get("limit", MAX_EDGES)),
+        )
+    except (BadRequest, NotFound) as exc:
+        raise ToolFailure(exc.message, classification=Classification.BAD_ARGUMENTS) from exc
+    return {"type": arguments["type"], "edges": edges}

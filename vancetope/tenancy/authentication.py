@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from vancetope.ratelimit import RateLimited
+from vancetope.ratelimit import RateLimited, client_address
 from vancetope.tenancy.services import authenticate_token_from
 
 KEYWORDS = {"bearer", "token"}
@@ -30,7 +30,10 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if raw is None:
             raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
         try:
-            found = authenticate_token_from(request.META.get("REMOTE_ADDR", ""), raw)
+            client = client_address(
+                request.META.get("REMOTE_ADDR", ""), request.META.get("HTTP_X_FORWARDED_FOR", "")
+            )
+            found = authenticate_token_from(client, raw)
         except RateLimited as limited:
             raise exceptions.Throttled(wait=limited.retry_after, detail=limited.message) from None
         if found is None:

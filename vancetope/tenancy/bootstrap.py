@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.text import slugify
 
 from vancetope.tenancy.models import (
     ApiToken,
@@ -50,12 +52,80 @@ def bootstrap(token_file: Path) -> Bootstrapped:
         user=user, project=project, defaults={"role": Role.ADMIN}
     )
 
-    existing = token_file.read_text().strip() if token_file.exists() else ""
-    written = False
-    if not existing or authenticate_token(existing) is None:
-        _, raw = ApiToken.issue(user, name=f"local ({token_file})")
-        token_file.parent.mkdir(parents=True, exist_ok=True)
-        token_file.write_text(raw + "\n")
-        token_file.chmod(0o600)
-        written = True
+    written = _ensure_token(user, token_file, name=f"local ({token_file})")
     return Bootstrapped(project, LOCAL_USERNAME, new_password, token_file, written)
+
+
+def _ensure_token(user: object, token_file: Path, *, name: str) -> bool:
+    """Write a new API token of `user` to `token_file` unless it already holds a valid one of
+    theirs; whether one was written."""
+    existing = token_file.read_text().strip() if token_file.exists() else ""
+    if existing and (found := authenticate_token(existing)) is not None and found.pk == user.pk:  # type: ignore[attr-defined]
+        return False
+    _, raw = ApiToken.issue(user, name=name)  # type: ignore[arg-type]
+    token_file.parent.mkdir(parents=True, exist_ok=True)
+    token_file.write_text(raw + "\n")
+    token_file.chmod(0o600)
+    return True
+
+
+@dataclass(frozen=True)
+class Provisioned:
+    project: Project
+    username: str
+    created: list[str]
+    token_file: Path
+    token_written: bool
+
+
+def _slug(name: str, what: str) -> str:
+    slug = slugify(name)
+    if not slug:
+        raise ValidationError(f"--{what} {name!r} has no letters or digits to make a slug of")
+    return slug
+
+
+@transaction.atomic
+def provision(
+    *,
+    tenant_name: str,
+    username: str,
+    token_file: Path,
+    project_name: str = "",
+    role: str = Role.MEMBER,
+    tenant_role: str = Role.MEMBER,
+) -> Provisioned:
+    """A user in a tenant and one of its projects, with `role` in the project and
+    `tenant_role` in the tenant, and an API token in `token_file`. Idempotent: an existing
+    tenant, project or user is joined, not duplicated, and their roles set as asked. A project
+    name taken by another tenant (slugs are unique across the Brain) is refused."""
+    for value, what in ((role, "role"), (tenant_role, "tenant-role")):
+        if value not in Role.values:
+            raise ValidationError(f"--{what} must be one of {', '.join(Role.values)}")
+    created: list[str] = []
+    tenant, new = Tenant.objects.get_or_create(
+        slug=_slug(tenant_name, "tenant"), defaults={"name": tenant_name}
+    )
+    if new:
+        created.append(f"tenant {tenant.slug}")
+    slug = _slug(project_name or tenant_name, "project")
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        project = Project.objects.create(tenant=tenant, slug=slug, name=project_name or tenant_name)
+        created.append(f"project {project.public_id}")
+    elif project.tenant_id != tenant.pk:
+        raise ValidationError(
+            f"project {project.public_id} belongs to another tenant; choose another --project"
+        )
+    users = get_user_model()
+    user, new = users.objects.get_or_create(username=username)
+    if new:
+        user.set_unusable_password()  # a machine or scripted user: it signs in with its token
+        user.save(update_fields=["password"])
+        created.append(f"user {username}")
+    TenantMembership.objects.update_or_create(
+        user=user, tenant=tenant, defaults={"role": tenant_role}
+    )
+    ProjectMembership.objects.update_or_create(user=user, project=project, defaults={"role": role})
+    written = _ensure_token(user, token_file, name=f"provisioned ({token_file})")
+    return Provisioned(project, username, created, token_file, written)

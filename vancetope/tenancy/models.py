@@ -15,6 +15,8 @@ from django.db import models
 from django.utils import timezone
 
 TOKEN_PREFIX = "vt_"
+# How much of a raw token is kept in the clear (`ApiToken.prefix`) to tell tokens apart.
+TOKEN_PREFIX_LENGTH = 10
 
 
 class Tenant(models.Model):
@@ -155,5 +157,5 @@ class ApiToken(models.Model):
     def set_new_key(self) -> str:
         """Give this (unsaved) token a fresh key; return the raw key, which is never stored."""
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        self.prefix, self.key_hash = raw[:10], hash_token(raw)
+        self.prefix, self.key_hash = raw[:TOKEN_PREFIX_LENGTH], hash_token(raw)
         return raw

@@ -5,17 +5,26 @@ Every socket joins a channel-layer group for its user and one for its token (ses
 consumer); a change that takes the right away is sent to those groups once it has committed,
 so it reaches sockets in other Brain processes through Redis. The signals catch every path
 that saves or deletes the rows (the admin's forms and actions, the services, a shell).
+
+On the embedded runtime the channel layer lives in the Brain's memory, so a change made in
+another OS process (a management command, a script, a second admin process) cannot reach it
+that way: there the Brain also looks, every VANCETOPE_REVOCATION_POLL_SECONDS, at the tokens
+and users of the sockets it holds (`HeldSockets`, one statement each) and closes those whose
+access is gone.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+from collections import Counter
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import close_old_connections, transaction
 from django.db.models.signals import post_delete, post_save
 
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
@@ -78,3 +87,70 @@ def connect_signals() -> None:
     post_delete.connect(_token_deleted, sender=ApiToken, dispatch_uid="vt-token-deleted")
     post_save.connect(_user_saved, sender=users, dispatch_uid="vt-user-saved")
     post_delete.connect(_user_deleted, sender=users, dispatch_uid="vt-user-deleted")
+
+
+class HeldSockets:
+    """The tokens and users of the sockets this OS process holds, counted (one user may hold
+    many sockets), so the embedded Brain can look whether their access is gone."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._tokens: Counter[int] = Counter()
+        self._users: Counter[int] = Counter()
+
+    def hold(self, user_pk: int, token_pk: int | None) -> None:
+        with self._lock:
+            self._users[user_pk] += 1
+            if token_pk is not None:
+                self._tokens[token_pk] += 1
+
+    def release(self, user_pk: int, token_pk: int | None) -> None:
+        with self._lock:
+            self._users -= Counter({user_pk: 1})
+            if token_pk is not None:
+                self._tokens -= Counter({token_pk: 1})
+
+    def revoked_groups(self) -> list[str]:
+        """The groups of held sockets whose token is revoked or gone, or whose user is
+        inactive or gone (two statements; none when nothing is held)."""
+        with self._lock:
+            tokens, users = set(self._tokens), set(self._users)
+        groups = []
+        if tokens:
+            valid = set(
+                ApiToken.objects.filter(pk__in=tokens, revoked_at__isnull=True).values_list(
+                    "pk", flat=True
+                )
+            )
+            groups += [token_group(pk) for pk in sorted(tokens - valid)]
+        if users:
+            active = set(
+                get_user_model()
+                .objects.filter(pk__in=users, is_active=True)
+                .values_list("pk", flat=True)
+            )
+            groups += [user_group(pk) for pk in sorted(users - active)]
+        return groups
+
+
+held = HeldSockets()
+
+
+def close_revoked_held() -> int:
+    """Close the held sockets whose access is gone; how many groups were told."""
+    groups = held.revoked_groups()
+    for group in groups:
+        _send(group)
+    return len(groups)
+
+
+def watch_revocations(stop: threading.Event) -> None:
+    """The embedded Brain's loop (a daemon thread of `manage.py brain`) until `stop` is set."""
+    interval = float(settings.VANCETOPE_REVOCATION_POLL_SECONDS)
+    while not stop.wait(interval):
+        try:
+            close_revoked_held()
+        except Exception:
+            log.exception("looking for revoked access failed; trying again")
+        finally:
+            close_old_connections()

@@ -10,7 +10,7 @@ from vancetope.tools.models import HealthStatus, Safety
 from vancetope.tools.registry import server_tool
 
 if TYPE_CHECKING:
-    from vancetope.tools.dispatch import ToolBox
+    from vancetope.tools.dispatch import ToolBox, ToolResult
 
 
 @server_tool(
@@ -30,16 +30,42 @@ if TYPE_CHECKING:
     roles=("tool-prober",),
 )
 def tool_probe(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
-    # The probe itself succeeds whether or not the probed tool works: its answer says which.
     result = toolbox.probe(str(arguments["tool"]), dict(arguments.get("arguments") or {}))
+    return _probe_answer(str(arguments["tool"]), result)
+
+
+def _probe_answer(tool: str, result: ToolResult) -> dict[str, Any]:
+    # The probe itself succeeds whether or not the probed tool works: its answer says which.
     if not result.ok:
         return {
-            "tool": arguments["tool"],
+            "tool": tool,
             "ok": False,
             "error": result.error,
             "classification": result.classification,
         }
-    return {"tool": arguments["tool"], "ok": True, "result": result.content}
+    return {"tool": tool, "ok": True, "result": result.content}
+
+
+@server_tool(
+    "tool_probe_as_user",
+    "Call a SAFE_PROBE tool once as the user this diagnosis acts for (whose call failed): "
+    "their bound client's tools are known, and a client tool runs on their client. MUTATING "
+    "tools are never probed.",
+    {
+        "type": "object",
+        "properties": {
+            "tool": {"type": "string", "description": "the tool to probe"},
+            "arguments": {"type": "object", "description": "arguments for the probe call"},
+        },
+        "required": ["tool"],
+        "additionalProperties": False,
+    },
+    safety=Safety.SAFE_PROBE,
+    roles=("tool-prober",),
+)
+def tool_probe_as_user(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
+    result = toolbox.probe_as_user(str(arguments["tool"]), dict(arguments.get("arguments") or {}))
+    return _probe_answer(str(arguments["tool"]), result)
 
 
 @server_tool(

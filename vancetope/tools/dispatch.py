@@ -7,26 +7,25 @@ synchronous checker, which queues ambiguous failures for agrajag. It never raise
 problem: the engine gets a ToolResult with `ok=False` and a clear error to show its LLM.
 
 This is a kernel: it knows the process it works for only as a `Caller`, and the session's
-client as a `ClientSide`, each read through a callable the lane gives (processes/lane/context.py)
-when a tool first needs it.
+client as a `ClientSide`, each read through a callable the lane gives
+(processes/lane/context_builder.py) when a tool first needs it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import jsonschema
-from django.conf import settings
 from django.utils import timezone
 
-from vancetope.errors import TurnControl
 from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
+from vancetope.observability import metrics, tracing
 from vancetope.tools import catalogue as cat
+from vancetope.tools import health
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.client_bridge import run_client_tool
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired, ToolFailure
@@ -34,14 +33,13 @@ from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.mcp_client import McpFailure, get_mcp_manager
 from vancetope.tools.models import (
     CallStatus,
-    HealthStatus,
     Location,
     McpServer,
     Safety,
-    ToolHealth,
 )
 from vancetope.tools.models import ToolCall as ToolCallRow
 from vancetope.tools.registry import server_tools
+from vancetope.tools.results import as_text, jsonable
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +55,8 @@ class Caller:
     owner_id: int
     # Service processes (agrajag itself) never queue diagnoses: no loops of diagnosers.
     category: str = "user"
+    # The user a service process acts for (its spawn's originatingUserId), or None.
+    acting_user_id: int | None = None
     roles: tuple[str, ...] = ()
     allowed_add: tuple[str, ...] = ()
     allowed_remove: tuple[str, ...] = ()
@@ -105,6 +105,9 @@ class ToolBox:
         conversation: Appender | None = None,
         events: EventOut | None = None,
         on_new_diagnosis: Callable[[int], None] | None = None,
+        user_client: Callable[[int, int], tuple[int, ClientSide] | None] | None = None,
+        emit_to_session: Callable[[int, str, dict[str, Any]], Any] | None = None,
+        health_revision: int | None = None,
     ) -> None:
         # Read when a tool is first used (a turn without tools never needs it).
         self._caller_of = caller
@@ -115,6 +118,12 @@ class ToolBox:
         self._client_of = client
         self._conversation = conversation
         self._on_new_diagnosis = on_new_diagnosis
+        # (project, user) -> the user's bound session and its client; and an event to a
+        # session other than the process's (probe_as_user's client calls).
+        self._user_client = user_client
+        self._emit_to_session = emit_to_session
+        # The tool health revision the lane's lease read (None: none was read, read them now).
+        self._health_revision = health_revision
         self._pool: dict[str, ToolManifest] | None = None
         self._catalogue: dict[str, ToolManifest] | None = None
         self._client: ClientSide | None = None
@@ -162,11 +171,8 @@ class ToolBox:
     def names(self) -> list[str]:
         return sorted(self.pool())
 
-    def down_tools(self) -> dict[str, str]:
-        rows = ToolHealth.objects.filter(
-            project_id=self.caller.project_id, status=HealthStatus.DOWN
-        ).values_list("tool", "classification")
-        return dict(rows)
+    def down_tools(self) -> Mapping[str, str]:
+        return health.down_tools(self.caller.project_id, self._health_revision)
 
     def schemas(self, *, safety: str | None = None) -> list[ToolSchema]:
         """The pool as the LLM sees it; tools known to be down say so in their description."""
@@ -236,17 +242,42 @@ class ToolBox:
         return name in pool
 
     def _call(
-        self, manifest: ToolManifest, arguments: dict[str, Any], *, diagnose: bool
+        self,
+        manifest: ToolManifest,
+        arguments: dict[str, Any],
+        *,
+        diagnose: bool,
+        session_id: int | None = None,
     ) -> ToolResult:
+        """`session_id`: the session whose client runs a client tool (default: the
+        process's own)."""
         name = manifest.name
         row = ToolCallRow.objects.create(
             process_id=self.caller.process_id,
-            session_id=self.caller.session_id,
+            session_id=session_id or self.caller.session_id,
             tool=name,
             location=manifest.location,
             arguments=arguments,
             status=CallStatus.PENDING,
         )
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": row.public_id,
+            # Where it runs: on the server, on the session's client, on an MCP server.
+            "vancetope.tool.location": manifest.location,
+        }
+        with tracing.span(f"execute_tool {name}", attributes) as opened:
+            result = self._attempt(manifest, arguments, row, diagnose=diagnose)
+            if opened is not None and not result.ok:
+                opened.set_attribute("error.type", result.classification or "failed")
+        metrics.tool_call(name, manifest.location, "ok" if result.ok else "failed")
+        return result
+
+    def _attempt(
+        self, manifest: ToolManifest, arguments: dict[str, Any], row: ToolCallRow, *, diagnose: bool
+    ) -> ToolResult:
+        name = manifest.name
         started = time.monotonic()
         try:
             data = self._run(manifest, arguments, row)
@@ -254,17 +285,14 @@ class ToolBox:
             return self._failed(row, manifest, exc.message, exc.classification, diagnose)
         except McpFailure as exc:
             return self._failed(row, manifest, str(exc), "", diagnose)
-        except TurnControl:
-            # Interrupts and lease loss pass through tools untouched: the lane handles them.
-            raise
-        except Exception as exc:
+        except Exception as exc:  # interrupts and lease loss (TurnControl) pass through
             log.exception("tool %s failed", name)
             return self._failed(row, manifest, f"{type(exc).__name__}: {exc}", "", diagnose)
         ToolCallRow.objects.filter(pk=row.pk).exclude(status=CallStatus.OK).update(
-            status=CallStatus.OK, result=_jsonable(data), finished_at=timezone.now()
+            status=CallStatus.OK, result=jsonable(data), finished_at=timezone.now()
         )
         log.info("tool %s ok in %.2fs", name, time.monotonic() - started)
-        return ToolResult(True, _as_text(data), data=data, call_id=row.public_id)
+        return ToolResult(True, as_text(data), data=data, call_id=row.public_id)
 
     def probe(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Run a SAFE_PROBE tool of the project's catalogue (not only this pool) once, for
@@ -275,10 +303,10 @@ class ToolBox:
             return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
         return self._call(manifest, arguments, diagnose=False)
 
-    def answer(self, call: ToolCall) -> ToolResult:
+    def answer(self, call: ToolCall, *, only_safety: str | None = None) -> ToolResult:
         """Invoke a call the LLM asked for and store the result (or error) in the
-        conversation as the `tool` message answering it."""
-        result = self.invoke(call.name, call.arguments)
+        conversation as the `tool` message answering it (`only_safety`: see `invoke`)."""
+        result = self.invoke(call.name, call.arguments, only_safety=only_safety)
         if self._conversation is not None:
             self._conversation.append(
                 LlmMessage(role="tool", content=result.content, tool_call_id=call.id)
@@ -291,6 +319,8 @@ class ToolBox:
         if manifest.location == Location.SERVER:
             return server_tools()[manifest.name].run(self, arguments)
         if manifest.location == Location.CLIENT:
+            if row.session_id != self.caller.session_id:
+                return run_client_tool(row, self._boundary, self._emitter_to(row.session_id))
             return run_client_tool(row, self._boundary, self._emit)
         server = McpServer.objects.filter(pk=manifest.mcp_server_id or 0, enabled=True).first()
         if server is None:
@@ -304,6 +334,34 @@ class ToolBox:
             raise ToolFailure(text or f"MCP tool {manifest.name} reported an error")
         return text if text else structured
 
+    def probe_as_user(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run a SAFE_PROBE tool once as the user this (service) process acts for: the tools
+        of the user's bound client are known, and a client tool runs on that client (its
+        call is a call of the user's session). A failing probe queues nothing."""
+        user_id = self.caller.acting_user_id
+        if user_id is None:
+            return self._refuse(name, arguments, "this process acts for no user", None)
+        found = self._user_client(self.caller.project_id, user_id) if self._user_client else None
+        client_tools = found[1].tools if found is not None else []
+        manifest = cat.build_catalogue(self.caller.project_id, client_tools).get(name)
+        if manifest is None or manifest.safety != Safety.SAFE_PROBE:
+            why = "is unknown" if manifest is None else "is not SAFE_PROBE and is never probed"
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
+        session_id = (
+            found[0] if found is not None and manifest.location == Location.CLIENT else None
+        )
+        return self._call(manifest, arguments, diagnose=False, session_id=session_id)
+
+    def _emitter_to(self, session_id: int) -> Callable[[str, dict[str, Any]], None]:
+        def emit(event: str, data: dict[str, Any]) -> None:
+            if self._emit_to_session is None:
+                raise ToolFailure(
+                    "no client to send the call to", classification="disconnected-client"
+                )
+            self._emit_to_session(session_id, event, data)
+
+        return emit
+
     def _emit(self, event: str, data: dict[str, Any]) -> None:
         if self._events is None:
             raise ToolFailure("no client to send the call to", classification="disconnected-client")
@@ -313,6 +371,10 @@ class ToolBox:
         self, name: str, arguments: dict[str, Any], error: str, manifest: ToolManifest | None
     ) -> ToolResult:
         log.warning("%s: refused call of %s: %s", self.caller.public_id, name, error)
+        # A name outside the pool is the LLM's to choose: counted under one label, not its own.
+        metrics.tool_call(
+            name if manifest else "(unknown)", manifest.location if manifest else "", "refused"
+        )
         classification = (
             Classification.NOT_ALLOWED if manifest is None else Classification.BAD_ARGUMENTS
         )
@@ -321,7 +383,7 @@ class ToolBox:
             session_id=self.caller.session_id,
             tool=name,
             location=manifest.location if manifest else "",
-            arguments=_jsonable(arguments),
+            arguments=jsonable(arguments),
             status=CallStatus.REFUSED,
             error=error,
             classification=classification,
@@ -356,10 +418,8 @@ class ToolBox:
             and classification == Classification.AMBIGUOUS
             and self.caller.category != "service"
         ):
-            from vancetope.tools.health import queue_diagnosis
-
             try:
-                diagnosis, new = queue_diagnosis(self.caller, manifest.name, error)
+                diagnosis, new = health.queue_diagnosis(self.caller, manifest.name, error)
                 if new and self._on_new_diagnosis is not None:
                     self._on_new_diagnosis(diagnosis.pk)
             except Exception:
@@ -372,17 +432,3 @@ class ToolBox:
             classification=classification,
             call_id=row.public_id,
         )
-
-
-def _jsonable(data: Any) -> Any:
-    try:
-        json.dumps(data)
-    except TypeError:
-        return str(data)
-    return data
-
-
-def _as_text(data: Any) -> str:
-    limit = int(settings.VANCETOPE_TOOL_RESULT_MAX_CHARS)
-    text = data if isinstance(data, str) else json.dumps(_jsonable(data), ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + f"… [cut at {limit} characters]"

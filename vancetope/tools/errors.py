@@ -15,7 +15,7 @@ class ToolFailure(Exception):
 class ClientToolRequired(TurnControl):
     """The process called a client tool while no client is bound to its session (a system
     run, or a person who went away): the lane leaves the turn and the process goes BLOCKED
-    with reason `requires client tool: <name>`, its message still pending (ARCHITECTURE §8)."""
+    with reason `requires client tool: <name>`, its message still pending."""
 
     def __init__(self, tool: str) -> None:
         super().__init__(f"requires client tool: {tool}")

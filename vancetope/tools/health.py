@@ -9,14 +9,24 @@ says that a diagnosis is new.
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from vancetope.infra import revisions
 from vancetope.tools.checker import classify
-from vancetope.tools.models import DiagnosisStatus, HealthStatus, ToolDiagnosis, ToolHealth
+from vancetope.tools.models import (
+    DiagnosisSource,
+    DiagnosisStatus,
+    HealthStatus,
+    ToolDiagnosis,
+    ToolHealth,
+    ToolHealthRevision,
+)
 
 if TYPE_CHECKING:
     from vancetope.tools.dispatch import Caller
@@ -27,22 +37,34 @@ log = logging.getLogger(__name__)
 def queue_diagnosis(caller: Caller, tool: str, error: str) -> tuple[ToolDiagnosis, bool]:
     """Coalesce the failure into the tool's open diagnosis, or open one; returns it and
     whether it is new (and so needs an agrajag run)."""
+    return open_diagnosis(caller.project_id, tool, error, caller.owner_id, DiagnosisSource.CHECKER)
+
+
+def open_diagnosis(
+    project_id: int,
+    tool: str,
+    error: str,
+    originating_user_id: int | None,
+    source: DiagnosisSource,
+) -> tuple[ToolDiagnosis, bool]:
+    """The same for any trigger (the checker, a system event, a staff request)."""
     for _ in range(3):
         joined = ToolDiagnosis.objects.filter(
-            project_id=caller.project_id, tool=tool, status=DiagnosisStatus.QUEUED
+            project_id=project_id, tool=tool, status=DiagnosisStatus.QUEUED
         ).update(failures=F("failures") + 1, last_error=error)
         if joined:
             found = ToolDiagnosis.objects.get(
-                project_id=caller.project_id, tool=tool, status=DiagnosisStatus.QUEUED
+                project_id=project_id, tool=tool, status=DiagnosisStatus.QUEUED
             )
             return found, False
         try:
             with transaction.atomic():
                 diagnosis = ToolDiagnosis.objects.create(
-                    project_id=caller.project_id,
+                    project_id=project_id,
                     tool=tool,
                     last_error=error,
-                    originating_user_id=caller.owner_id,
+                    originating_user_id=originating_user_id,
+                    source=source,
                 )
         except IntegrityError:
             continue  # another lane opened it first: join that one
@@ -85,6 +107,51 @@ def visible_tool_health(user: Any) -> QuerySet[ToolHealth]:
     if not user.is_authenticated:
         return ToolHealth.objects.none()
     return ToolHealth.objects.filter(project__in=visible_projects(user)).select_related("project")
+
+
+# Project id → (the tool health revision its down tools were read at, those tools).
+_down: dict[int, tuple[int, dict[str, str]]] = {}
+_down_lock = threading.Lock()
+# Projects whose down tools a worker keeps (all are dropped when there are more).
+CACHED_PROJECTS = 4096
+
+
+def down_tools(project_id: int, revision: int | None) -> Mapping[str, str]:
+    """The project's tools that are DOWN, with why, as of tool health `revision` (what the
+    lane's lease read; None: read them now). Revision 0 (no health was ever written) needs no
+    statement; otherwise a project's are read once per revision in this worker OS process."""
+    if revision == 0:
+        return {}
+    if revision is not None:
+        with _down_lock:
+            cached = _down.get(project_id)
+        if cached is not None and cached[0] == revision:
+            return cached[1]
+    rows = ToolHealth.objects.filter(project_id=project_id, status=HealthStatus.DOWN)
+    found = dict(rows.values_list("tool", "classification"))
+    if revision is not None:
+        with _down_lock:
+            if len(_down) >= CACHED_PROJECTS:
+                _down.clear()
+            _down[project_id] = (revision, found)
+    return found
+
+
+def forget_cached() -> None:
+    """Drop every cached project's down tools (tests acting as a fresh worker)."""
+    with _down_lock:
+        _down.clear()
+
+
+def raise_health_revision(**_: Any) -> None:
+    """post_save and post_delete of a ToolHealth row (connected in ToolsConfig.ready): in the
+    writer's transaction, so a lease that reads the new revision finds the new row."""
+    revisions.raise_revision(ToolHealthRevision)
+
+
+def health_revision_sql() -> str:
+    """The tool health revision as a scalar subquery, for the lane's lease to read it."""
+    return revisions.revision_sql(ToolHealthRevision)
 
 
 class ToolHealthAccess:

@@ -135,14 +135,32 @@ class ToolHealth(models.Model):
         return f"{self.tool}: {self.status}"
 
 
+class ToolHealthRevision(models.Model):
+    """The one row (id 1) whose `revision` every write of a ToolHealth row raises (a signal, in
+    the writer's transaction): a worker keeps each project's down tools for as long as the
+    revision its lane's lease read is the same (vancetope/tools/health.py)."""
+
+    revision = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"tool health revision {self.revision}"
+
+
 class DiagnosisStatus(models.TextChoices):
     QUEUED = "QUEUED"  # waiting for (or being handled by) its agrajag process
     DONE = "DONE"  # agrajag wrote a verdict
 
 
+class DiagnosisSource(models.TextChoices):
+    CHECKER = "checker"  # the dispatcher's checker found a failure no rule explains
+    EVENT = "event"  # a system event (processes/actions/service_events.py)
+    STAFF = "staff"  # a staff member asked over REST (POST /api/services/{service}/runs)
+
+
 class ToolDiagnosis(models.Model):
-    """Ambiguous failures of one tool, coalesced: while one is open, more failures of the same
-    tool only add to its count and evidence, so one agrajag run handles them all."""
+    """Ambiguous failures of one tool, coalesced: while one is open, more failures (or system
+    events, or requests) about the same tool only add to its count and evidence, so one
+    agrajag run handles the whole burst."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
     tool = models.CharField(max_length=200)
@@ -152,6 +170,10 @@ class ToolDiagnosis(models.Model):
     failures = models.PositiveIntegerField(default=1)
     last_error = models.TextField(blank=True)
     originating_user_id = models.BigIntegerField(null=True, blank=True)
+    # What opened it (what joins an open one only adds to its count).
+    source = models.CharField(
+        max_length=8, choices=DiagnosisSource.choices, default=DiagnosisSource.CHECKER
+    )
     process = models.ForeignKey(
         "processes.ThinkProcess", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

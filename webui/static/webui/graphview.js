@@ -113,9 +113,21 @@ window.GraphView = (function () {
     return places;
   }
 
+  const LABEL_CHARS = 22;
+
+  // A node's label: the start of its text (a memory item's key, else its snippet), the id
+  // until that text has been read.
+  function labelOf(id, labels) {
+    const text = (labels && labels.get(id)) || id;
+    return text.length > LABEL_CHARS ? text.slice(0, LABEL_CHARS - 1) + "…" : text;
+  }
+
   // Draws the graph into `container`: `edges` are all listed edges, `shown(edge)` whether an
-  // edge is drawn (the type filter), `onSelect(id)` a node's click.
-  function draw(container, edges, shown, selectedId, onSelect) {
+  // edge is drawn (the type filter), `onSelect(id)` a node's click; `extra.labels` (id → text)
+  // names the nodes, `extra.hits` (a Set of ids) marks a search's hits.
+  function draw(container, edges, shown, selectedId, onSelect, extra) {
+    const labels = (extra && extra.labels) || null;
+    const hits = (extra && extra.hits) || new Set();
     const ids = nodesOf(edges);
     if (!ids.length) {
       const empty = document.createElement("p");
@@ -172,16 +184,20 @@ window.GraphView = (function () {
       const { x, y } = places.get(id);
       const kind = kindOf(id);
       const group = svg("g", {
-        class: "graph-node node-" + kind + (id === selectedId ? " selected" : ""),
+        class: "graph-node node-" + kind + (id === selectedId ? " selected" : "") + (hits.has(id) ? " hit" : ""),
         "data-node": id,
         "data-kind": kind,
         tabindex: 0,
         role: "button",
-        "aria-label": id,
+        "aria-label": ((labels && labels.get(id)) || "") + " (" + id + ")",
       });
+      if (hits.has(id)) group.append(svg("circle", { cx: x, cy: y, r: RADIUS + 5, class: "graph-hit-ring" }));
       group.append(svg("circle", { cx: x, cy: y, r: RADIUS, fill: NODE_COLOURS[kind] }));
+      const tip = svg("title");
+      tip.textContent = ((labels && labels.get(id)) || "") + " · " + id;
+      group.append(tip);
       const label = svg("text", { x, y: y + RADIUS + 12, "text-anchor": "middle", class: "graph-label" });
-      label.textContent = id;
+      label.textContent = labelOf(id, labels);
       group.append(label);
       group.addEventListener("click", () => onSelect(id));
       group.addEventListener("keydown", (event) => {
@@ -201,5 +217,5 @@ window.GraphView = (function () {
     }
   }
 
-  return { draw, markSelected, layout, nodesOf, COLOURS, NODE_COLOURS };
+  return { draw, markSelected, layout, nodesOf, labelOf, COLOURS, NODE_COLOURS };
 })();

@@ -1,9 +1,13 @@
 // Interactive mode: a WebSocket session (clientType "web", no local tools) speaking
-// PROTOCOL.md — chat with streamed replies, steer, pause/resume/stop, process-status events,
-// the inbox panel (inbox-list, inbox-answer, inbox-dismiss), task trees (task-tree events,
-// drawn by tasktree.js) and Undo (process-undo: the chat's last turn is taken back, its
-// message put back into the input) and the thinking-space branch map (space-get on bind,
-// redrawn from each space-state event, drawn and controlled by spacemap.js).
+// docs/protocol.md — chat with streamed replies (each message labelled by who speaks,
+// speakers.js; older ones folded), steer, pause/resume/stop, process-status events, the inbox
+// panel (inbox-list, inbox-answer, inbox-dismiss), task trees (task-tree events, drawn by
+// tasktree.js), Undo (process-undo: the chat's last turn is taken back, its message put back
+// into the input) and the thinking-space branch map (space-get on bind, redrawn from each
+// space-state event, drawn and controlled by spacemap.js; "Start a thinking space" sends
+// space-suggest). Which session a visit binds: one asked for (?session=, or the process's own
+// chat for ?process=), else the tab's, else this browser's latest suspended web chat, else a
+// new one (docs/web-ui.md).
 "use strict";
 
 (function () {
@@ -64,6 +68,8 @@
       card: $("space-card"),
       revision: $("space-revision"),
       map: $("space-map"),
+      legend: $("space-legend"),
+      outline: $("space-outline"),
       detail: $("space-detail"),
       controls: $("space-controls"),
       splitForm: $("space-split-form"),
@@ -76,7 +82,10 @@
       returnButton: $("space-return"),
       retry: $("space-retry"),
       open: $("space-open"),
+      firstForm: $("space-first-form"),
+      firstInput: $("space-first-text"),
       currentSession: () => root.dataset.session || null,
+      connected: () => Boolean(socket && socket.readyState === WebSocket.OPEN),
     },
     send,
     notice,
@@ -115,20 +124,74 @@
     socket.send(JSON.stringify({ type, id, data: data || {} }));
   }
 
+  // A message of the log, labelled by who speaks (speakers.js): the person's own words in
+  // the chat are the only "you" bubble (class role-user); the rest say what they are.
+  const spoke = new Set(); // the processes whose first user message (a worker's goal) was seen
   function bubble(role, text, processId) {
+    const isChat = !processId || processId === chatProcessId;
+    const first = role === "user" && !spoke.has(processId);
+    if (role === "user") spoke.add(processId);
+    const speaker = window.Speakers.speakerOf(role, text, processId, isChat, first);
     const item = document.createElement("li");
-    item.className = "message role-" + role;
+    const roleClass = speaker.kind === "person" ? "role-user" : role === "assistant" ? "role-assistant" : "role-other";
+    item.className = "message " + roleClass + " speaker-" + speaker.kind;
+    item.dataset.speaker = speaker.kind;
     if (processId) item.dataset.process = processId;
     const label = document.createElement("span");
     label.className = "role";
-    label.textContent = role;
+    label.textContent = speaker.label;
     const body = document.createElement("div");
     body.className = "text";
     body.textContent = text;
-    item.append(label, body);
+    if (speaker.kind === "control") {
+      // An order's wording is for the model; it is there, folded, for the curious.
+      const fold = document.createElement("details");
+      fold.className = "fold";
+      const summary = document.createElement("summary");
+      summary.textContent = "the order";
+      fold.append(summary, body);
+      item.append(label, fold);
+    } else {
+      item.append(label, body);
+    }
     ui.log.append(item);
+    foldOldTurns();
     ui.log.scrollTop = ui.log.scrollHeight;
     return item;
+  }
+
+  // A long chat keeps its last KEEP_OPEN messages open; the older ones fold behind one line
+  // ("N earlier messages"), which opens them again.
+  const KEEP_OPEN = 12;
+  let unfolded = false; // the person opened the earlier messages: they stay open
+  function foldOldTurns() {
+    if (unfolded) return;
+    const open = Array.from(ui.log.children).filter((item) => item.classList.contains("message") && !item.hidden);
+    if (open.length <= KEEP_OPEN) return;
+    open.slice(0, open.length - KEEP_OPEN).forEach((item) => {
+      item.hidden = true;
+      item.dataset.folded = "true";
+    });
+    let toggle = ui.log.querySelector(".fold-toggle");
+    if (!toggle) {
+      toggle = document.createElement("li");
+      toggle.className = "fold-toggle";
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "link";
+      button.addEventListener("click", () => {
+        ui.log.querySelectorAll(".message[data-folded]").forEach((item) => {
+          item.hidden = false;
+          delete item.dataset.folded;
+        });
+        toggle.remove();
+        unfolded = true;
+      });
+      toggle.append(button);
+      ui.log.prepend(toggle);
+    }
+    const count = ui.log.querySelectorAll(".message[data-folded]").length;
+    toggle.firstChild.textContent = "Show " + count + " earlier message" + (count === 1 ? "" : "s");
   }
 
   // --- processes -------------------------------------------------------------------------------
@@ -371,6 +434,9 @@
   function bound(session, how) {
     boundAt = Date.now();
     chatProcessId = session.chatProcessId;
+    if (session.projectId && ui.project.querySelector('option[value="' + CSS.escape(session.projectId) + '"]')) {
+      ui.project.value = session.projectId;
+    }
     root.dataset.session = session.id;
     root.dataset.chatProcess = chatProcessId;
     root.dataset.sessionHow = how;
@@ -382,8 +448,13 @@
     loadProcesses();
     inbox.load();
     if (ui.recipe) loadRecipes();
-    // The space of this session's node, if it is one (else a 404, not shown).
-    send("space-get", {}, (frame) => frame.type === "space" && spaces.update(frame.data.space), true);
+    // The space of this session's node, if it is one (else a 404, not shown, and the chat
+    // offers to start one).
+    send("space-get", {}, (frame) => {
+      const isNode = frame.type === "space";
+      if (isNode) spaces.update(frame.data.space);
+      $("space-start-row").hidden = isNode;
+    }, true);
   }
 
   // The branch map's explicit "Open conversation": this tab moves to that node's session
@@ -432,24 +503,50 @@
     );
   }
 
+  // This browser's latest suspended web chat (a tab closed, or left): a new visit goes back
+  // into it instead of opening one more empty session per visit.
+  async function latestSuspended() {
+    try {
+      const response = await fetch("/api/sessions?clientType=web&status=SUSPENDED&system=false&limit=20", {
+        credentials: "same-origin",
+        headers: { Accept: "application/json" },
+      });
+      if (response.status !== 200) return null;
+      const mine = (await response.json()).results.find(
+        (session) => session.fingerprint.machineId === browserId(),
+      );
+      return mine ? mine.id : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + root.dataset.socket);
     setConnection("connecting", "connecting…");
-    socket.addEventListener("open", () => {
+    socket.addEventListener("open", async () => {
+      const asked = root.dataset.resume;
       const remembered = root.dataset.new === "true" ? null : storedSession();
-      if (root.dataset.new === "true") {
-        // Asked for once (the dashboard's New chat): a reload of this page resumes it.
+      if (root.dataset.new === "true" || asked) {
+        // Asked for once (New chat, or a chat of the sessions page): a reload resumes it.
         const url = new URL(location.href);
         url.searchParams.delete("new");
+        url.searchParams.delete("session");
         history.replaceState(null, "", url.pathname + url.search + url.hash);
       }
+      const fresh = root.dataset.new === "true";
       root.dataset.new = "false";
-      if (remembered && remembered.sessionId) {
+      root.dataset.resume = "";
+      if (asked) {
+        resumeSession(asked);
+      } else if (remembered && remembered.sessionId) {
         if (remembered.project) ui.project.value = remembered.project;
         resumeSession(remembered.sessionId);
       } else {
-        createSession();
+        const earlier = fresh ? null : await latestSuspended();
+        if (earlier) resumeSession(earlier);
+        else createSession();
       }
     });
     socket.addEventListener("message", (message) => onFrame(JSON.parse(message.data)));
@@ -602,6 +699,16 @@
     showSelected();
   });
   ui.projectForm.addEventListener("submit", newSession);
+
+  // Start a thinking space: this chat becomes its root and its agent suggests the first
+  // branches (space-suggest); the map shows at once, the suggestions as they come.
+  $("space-start").addEventListener("click", () => {
+    send("space-suggest", {}, (frame) => {
+      spaces.update(frame.data.space);
+      $("space-start-row").hidden = true;
+      notice("Started thinking space " + frame.data.space.id + "; the Brain suggests its first branches.");
+    });
+  });
 
 
   connect();

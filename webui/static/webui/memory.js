@@ -143,6 +143,9 @@
   let edges = [];
   let truncated = false; // more edges than MAX_EDGES: the newest are drawn
   let selectedId = null;
+  const labels = new Map(); // node id -> the start of its text, read once per node
+  let hits = new Set(); // the nodes of the last search's hits (memorysearch.js)
+  const LABELLED = 120; // nodes whose text is read for their label; the rest show their id
 
   function wanted() {
     return new Set(filters.filter((box) => box.checked).map((box) => box.value));
@@ -151,7 +154,7 @@
   function redraw() {
     const types = wanted();
     const shown = (edge) => types.has(edge.type);
-    window.GraphView.draw(map, edges, shown, selectedId, select);
+    window.GraphView.draw(map, edges, shown, selectedId, select, { labels, hits });
     const drawn = edges.filter(shown).length;
     const nodes = window.GraphView.nodesOf(edges).length;
     count.textContent = nodes + " nodes · " + drawn + " of " + edges.length + " edges" + (truncated ? " (the newest " + MAX_EDGES + ")" : "");
@@ -179,6 +182,23 @@
     redraw();
     map.dataset.loaded = "true";
     if (selectedId) showNode(selectedId);
+    await readLabels();
+  }
+
+  // The nodes are labelled by their text: each unread node's title or snippet, a few at a
+  // time, then the graph is drawn again once with them.
+  async function readLabels() {
+    const unread = window.GraphView.nodesOf(edges).filter((id) => !labels.has(id)).slice(0, LABELLED);
+    for (let start = 0; start < unread.length; start += 8) {
+      await Promise.all(
+        unread.slice(start, start + 8).map(async (id) => {
+          const { status, body } = await call(root.dataset.nodesApi + encodeURIComponent(id));
+          if (status === 200) labels.set(id, body.title || body.snippet || body.text || id);
+        }),
+      );
+    }
+    if (unread.length) redraw();
+    map.dataset.labelled = "true";
   }
 
   function describe(edge) {
@@ -233,6 +253,16 @@
   for (const box of filters) box.addEventListener("change", redraw);
   invalidToggle.addEventListener("change", loadGraph);
   document.getElementById("graph-reload").addEventListener("click", loadGraph);
+
+  // The search box (memorysearch.js) marks its hits on the graph and opens one.
+  window.MemoryGraph = {
+    call,
+    select,
+    showHits(ids) {
+      hits = new Set(ids);
+      redraw();
+    },
+  };
 
   loadDocuments();
   loadGraph();

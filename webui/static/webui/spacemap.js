@@ -4,13 +4,21 @@
 // shows its Handoffs beside the map; "Open conversation" is the explicit action that moves the
 // page to that node's session. The controls (split, checkpoint, return, rename, retry) are
 // sent as the space-* frames through the page's socket; the map is redrawn from each reply
-// and each space-state event, whole.
+// and each space-state event, whole; its legend and the outline of branch titles (each one
+// entered by its title) are spaceoutline.js's. The selected node's activity (its chat
+// process's message count, and a pulse on the map while a turn runs) is read with process-get
+// every few seconds; a blank branch (no message yet) takes the person's first prompt instead of
+// being opened empty: space-prompt admits it to that node's session, and only then the page
+// opens it.
 "use strict";
 
 window.SpaceMap = (function () {
   const SVG = "http://www.w3.org/2000/svg";
   const RING = 90; // distance between two depths, in SVG units
   const RADIUS = 22; // a node's circle
+  const ACTIVITY_MS = 1500; // how often the selected node's activity is read
+  // A node in one of these takes no first prompt (docs/spaces.md).
+  const NO_PROMPT = ["returned", "returning", "forkHandoffPending"];
   // The colours of docs/spaces.md (blue, amber, teal, violet, indigo, gray).
   const COLOURS = {
     active: "#2563eb",
@@ -90,6 +98,58 @@ window.SpaceMap = (function () {
   function create(parts, send, notice, openSession) {
     let space = null;
     let selectedId = null;
+    // The selected node's chat process as last read: {nodeId, messages, pending, status}.
+    let activity = null;
+
+    function known(item) {
+      return Boolean(item && activity && activity.nodeId === item.id);
+    }
+
+    function blank(item) {
+      return known(item) && activity.messages === 0 && activity.pending === 0 && !NO_PROMPT.includes(item.state);
+    }
+
+    function readActivity() {
+      const item = node(selectedId);
+      if (!item || parts.card.hidden || !parts.connected()) return;
+      send(
+        "process-get",
+        { processId: item.chatProcessId },
+        (frame) => {
+          if (frame.type !== "process" || selectedId !== item.id) return;
+          const process = frame.data.process;
+          activity = {
+            nodeId: item.id,
+            messages: process.conversationLength,
+            pending: process.pending,
+            status: process.status,
+          };
+          showActivity();
+        },
+        true,
+      );
+    }
+    setInterval(readActivity, ACTIVITY_MS);
+
+    // The message count beside the map, the pulse on the map, and the first-prompt form.
+    function showActivity() {
+      const item = node(selectedId);
+      const running = known(item) && activity.status === "RUNNING";
+      for (const group of parts.map.querySelectorAll(".space-node")) {
+        group.classList.toggle("running", running && group.dataset.node === selectedId);
+      }
+      const line = parts.detail.querySelector(".space-activity");
+      if (line) {
+        line.dataset.messages = known(item) ? String(activity.messages) : "";
+        line.dataset.running = String(running);
+        line.querySelector(".space-count").textContent = known(item)
+          ? activity.messages + (activity.messages === 1 ? " message" : " messages")
+          : "reading…";
+      }
+      const first = Boolean(item && blank(item));
+      parts.firstForm.hidden = !first;
+      parts.open.hidden = first;
+    }
 
     function node(id) {
       return space ? space.nodes.find((candidate) => candidate.id === id) || null : null;
@@ -138,6 +198,15 @@ window.SpaceMap = (function () {
         picture.append(group);
       }
       parts.map.replaceChildren(picture);
+      window.SpaceOutline.legend(parts.legend, COLOURS, LABELS);
+      window.SpaceOutline.outline(parts.outline, space, {
+        look,
+        colours: COLOURS,
+        labels: LABELS,
+        select,
+        enter: (item) => openSession(item.sessionId),
+        current: parts.currentSession,
+      });
       showSelected();
     }
 
@@ -170,6 +239,11 @@ window.SpaceMap = (function () {
         handoff("Checkpoint", item.checkpointHandoff),
         handoff("Returned Handoff", item.returnedHandoff),
       );
+      const line = element("p", "space-activity");
+      line.append(element("span", "space-count", ""), element("span", "space-pulse", ""));
+      line.lastChild.setAttribute("aria-label", "a turn is running");
+      parts.detail.insertBefore(line, heading.nextSibling.nextSibling);
+      showActivity();
       parts.renameInput.value = item.title;
       const sealed = item.state === "returned";
       const busy = sealed || item.state === "returning";
@@ -182,11 +256,13 @@ window.SpaceMap = (function () {
     }
 
     function select(id) {
+      if (id !== selectedId) activity = null;
       selectedId = id;
       for (const group of parts.map.querySelectorAll(".space-node")) {
         group.classList.toggle("selected", group.dataset.node === id);
       }
       showSelected();
+      readActivity();
     }
 
     // A newer whole space replaces the drawn one (an older revision is ignored).
@@ -227,6 +303,27 @@ window.SpaceMap = (function () {
         notice("space-fork-retry: asked the parent's agent again for " + item.id + "'s Handoff.");
       });
     });
+    // A blank branch's first prompt: admitted to its session, then the page opens it.
+    parts.firstForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const item = node(selectedId);
+      const text = parts.firstInput.value.trim();
+      if (!item || !text) return;
+      send(
+        "space-prompt",
+        { nodeId: item.id, text },
+        (frame) => {
+          if (frame.type === "error") {
+            notice("space-prompt: " + frame.data.message, true);
+            return;
+          }
+          parts.firstInput.value = "";
+          notice("space-prompt: " + item.id + " has its first prompt; opening it.");
+          openSession(item.sessionId);
+        },
+        true,
+      );
+    });
     parts.open.addEventListener("click", () => {
       const item = node(selectedId);
       if (item) openSession(item.sessionId);
@@ -235,5 +332,5 @@ window.SpaceMap = (function () {
     return { update, select, current: () => space };
   }
 
-  return { create, look, COLOURS };
+  return { create, look, COLOURS, LABELS };
 })();

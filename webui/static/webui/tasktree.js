@@ -1,9 +1,12 @@
 // The task tree component, shared by the process page (REST polling) and the interactive page
-// (task-tree events over the session's WebSocket). It draws PROTOCOL.md's task tree object,
-// {rootId, nodes: [{id, parentId, kind, title, goal, status, processId?, result?, error?,
-// startedAt?, finishedAt?}]}, as nested boxes joined by connector lines (webui.css), one colour
-// per status, each WORKER node linked to its worker process, each node's goal, result and error
-// in an expandable box. A tree of another shape (nested `children`) is drawn the same way.
+// (task-tree events over the session's WebSocket). It draws the protocol's task tree object,
+// {version, rootId, nodes: [{id, parentId, kind, title, goal, status, processId?, result?,
+// error?, dependsOn?, attempts?, replanOf?, startedAt?, finishedAt?}]}, as nested boxes joined
+// by connector lines (webui.css), one colour per status, each WORKER node linked to its worker
+// process, each node's goal, result (a structured result: its summary, then all of it) and
+// error in an expandable box. Sibling WORKER nodes that may run at once (none depends on
+// another) are drawn side by side; a re-plan is marked as one. A tree of another shape (nested
+// `children`) is drawn the same way.
 "use strict";
 
 window.TaskTree = (function () {
@@ -75,6 +78,10 @@ window.TaskTree = (function () {
     const summary = element("summary");
     if (node.kind) summary.append(element("span", "kind", node.kind));
     summary.append(element("span", "node-title", node.title || node.id));
+    if (Array.isArray(node.replanOf) && node.replanOf.length) {
+      summary.append(element("span", "badge replan", "re-plan of " + node.replanOf.join(", ")));
+    }
+    if (Number(node.attempts) > 1) summary.append(element("span", "badge attempt", "attempt " + node.attempts));
     summary.append(element("span", "status node-status status-" + status, node.status || status));
     const duration = element("span", "duration");
     if (node.startedAt) {
@@ -100,10 +107,19 @@ window.TaskTree = (function () {
     };
     fact("Node", node.id);
     fact("Goal", node.goal && node.goal !== node.title ? node.goal : null);
+    fact("Depends on", Array.isArray(node.dependsOn) && node.dependsOn.length ? node.dependsOn.join(", ") : null);
     fact("Inbox item", node.inboxItemId);
     fact("Started", node.startedAt);
     fact("Finished", node.finishedAt);
-    fact("Result", node.result);
+    if (node.result && typeof node.result === "object" && typeof node.result.summary === "string") {
+      // A worker's structured result: its summary in words, then the whole of it.
+      facts.append(element("dt", "", "Result"));
+      const dd = element("dd");
+      dd.append(element("p", "result-summary", node.result.summary), element("pre", "json", shown(node.result)));
+      facts.append(dd);
+    } else {
+      fact("Result", node.result);
+    }
     fact("Error", node.error, true);
     if (!facts.children.length) facts.append(element("dd", "hint", "Nothing more about this node yet."));
     box.append(facts);
@@ -137,20 +153,48 @@ window.TaskTree = (function () {
     }
     roots.sort((a, b) => (String(a.id) === rootId ? -1 : String(b.id) === rootId ? 1 : 0));
     const drawn = new Set();
+    function item(node) {
+      const status = STATUSES.includes(node.status) ? node.status : "PENDING";
+      const li = element("li", "tree-node node-" + status);
+      li.dataset.node = node.id;
+      li.dataset.status = node.status || "";
+      if (node.kind) li.dataset.kind = node.kind;
+      li.append(nodeBox(node, settings, open));
+      const below = children.get(String(node.id));
+      if (below && below.length) li.append(branch(below));
+      return li;
+    }
+    // Runs of sibling WORKER nodes none of which depends on another: they run at once.
+    function groups(list) {
+      const runs = [];
+      let run = [];
+      for (const node of list) {
+        const ids = new Set(run.map((other) => String(other.id)));
+        const depends = (Array.isArray(node.dependsOn) ? node.dependsOn : []).some((id) => ids.has(String(id)));
+        if (node.kind === "WORKER" && !depends && (!run.length || run[0].kind === "WORKER")) {
+          run.push(node);
+          continue;
+        }
+        if (run.length) runs.push(run);
+        run = [node];
+      }
+      if (run.length) runs.push(run);
+      return runs;
+    }
     function branch(list) {
       const ul = element("ul", "tree-level");
-      for (const node of list) {
-        if (drawn.has(node)) continue; // a cycle of parent ids: draw each node once
-        drawn.add(node);
-        const status = STATUSES.includes(node.status) ? node.status : "PENDING";
-        const li = element("li", "tree-node node-" + status);
-        li.dataset.node = node.id;
-        li.dataset.status = node.status || "";
-        if (node.kind) li.dataset.kind = node.kind;
-        li.append(nodeBox(node, settings, open));
-        const below = children.get(String(node.id));
-        if (below && below.length) li.append(branch(below));
-        ul.append(li);
+      for (const run of groups(list.filter((node) => !drawn.has(node)))) {
+        for (const node of run) drawn.add(node); // a cycle of parent ids: draw each node once
+        if (run.length < 2 || run[0].kind !== "WORKER") {
+          for (const node of run) ul.append(item(node));
+          continue;
+        }
+        const group = element("li", "tree-parallel");
+        group.append(element("span", "parallel-label hint", run.length + " workers, run at once"));
+        const row = element("ul", "tree-level parallel");
+        for (const node of run) row.append(item(node));
+        group.append(row);
+        ul.append(group);
       }
       return ul;
     }
@@ -163,7 +207,14 @@ window.TaskTree = (function () {
       drawing.append(top);
     }
     const done = nodes.filter((node) => FINISHED.includes(node.status)).length;
-    const summary = element("p", "tree-summary hint", done + " of " + nodes.length + " nodes finished");
+    const running = nodes.filter((node) => node.kind === "WORKER" && node.status === "RUNNING").length;
+    const failed = nodes.filter((node) => node.status === "FAILED").length;
+    const replans = nodes.filter((node) => Array.isArray(node.replanOf) && node.replanOf.length).length;
+    let said = done + " of " + nodes.length + " nodes finished";
+    if (running > 1) said += " · " + running + " running at once";
+    if (failed) said += " · " + failed + " failed";
+    if (replans) said += " · " + replans + (replans === 1 ? " re-plan" : " re-plans");
+    const summary = element("p", "tree-summary hint", said);
     container.replaceChildren(legend(), summary, drawing);
     container.dataset.nodes = String(nodes.length);
     container.dataset.rendered = String((Number(container.dataset.rendered) || 0) + 1);

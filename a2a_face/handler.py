@@ -1,0 +1,229 @@
+"""The SDK's RequestHandler, over the service functions of `a2a_face.calls`: the SDK's JSON-RPC
+dispatcher parses every request (both protocol versions, 1.0's `SendMessage` and 0.3's
+`message/send`) and hands it here; each method reads the message, calls one function in a
+worker thread, and answers the task.
+
+Errors are A2A errors naming the field: a bad argument is an invalid-params error (-32602)
+whose message starts with the field and whose data is `{"field": …}`; a task that is not the
+person's, or not this agent's, is task-not-found (-32001); a task already over cannot be
+cancelled (-32002) nor take a message (-32004).
+
+`message/send` waits for the task to settle (VANCETOPE_A2A_WAIT_SECONDS at most) unless asked
+to return at once; `message/stream` sends the task, then an event at each change of its state
+or status message, until it settles. Both read the process row; a process that runs on a
+Celery worker is followed the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    A2AError,
+    InvalidParamsError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from django.conf import settings
+from google.protobuf.json_format import MessageToDict
+
+from a2a_face import calls
+from a2a_face.agents import Agent
+from a2a_face.tasks import SETTLED, seen
+from vancetope.errors import BadRequest, BrainError, Conflict, NotFound
+from vancetope.service_calls import call_service
+
+# The context state keys the endpoint's context builder sets (a2a_face/endpoint.py).
+PERSON = "vancetope.person"
+AGENT = "vancetope.agent"
+# How often a waiting send or a stream reads the process again.
+POLL_SECONDS = 0.2
+
+
+def caller(context: ServerCallContext) -> tuple[Any, Agent]:
+    return context.state[PERSON], context.state[AGENT]
+
+
+def message_text(message: Message) -> str:
+    """The message's text: its text parts, and its data parts as JSON, in order."""
+    if not message.parts:
+        raise _invalid("message.parts", "send at least one text part")
+    texts: list[str] = []
+    for index, part in enumerate(message.parts):
+        kind = part.WhichOneof("content")
+        if kind == "text":
+            texts.append(part.text)
+        elif kind == "data":
+            texts.append(json.dumps(MessageToDict(part.data), ensure_ascii=False))
+        else:
+            raise _invalid(f"message.parts[{index}]", "only text and data parts are read")
+    text = "\n\n".join(texts)
+    if not text.strip():
+        raise _invalid("message.parts", "the text is empty")
+    return text
+
+
+def _invalid(field: str, message: str) -> InvalidParamsError:
+    return InvalidParamsError(message=f"{field}: {message}", data={"field": field})
+
+
+def a2a_error(exc: BrainError, *, over: type[A2AError] = UnsupportedOperationError) -> A2AError:
+    """A domain error as the A2A error it is; `over`: what a 409 (the task is over) means."""
+    if isinstance(exc, BadRequest):
+        field = exc.field or exc.error
+        text = exc.message if exc.message.startswith(f"{field}:") else f"{field}: {exc.message}"
+        return InvalidParamsError(message=text, data={"field": field})
+    if isinstance(exc, NotFound):
+        return TaskNotFoundError(message=exc.message)
+    if isinstance(exc, Conflict):
+        return over(message=exc.message)
+    return A2AError(message=f"{exc.code} {exc.error}: {exc.message}")
+
+
+async def serve(
+    fn: Any,
+    context: ServerCallContext,
+    *,
+    over: type[A2AError] = UnsupportedOperationError,
+    **arguments: Any,
+) -> Any:
+    """`fn(person, agent, **arguments)` in a worker thread; a domain error as an A2A error."""
+    person, agent = caller(context)
+    try:
+        return await call_service(fn, person, agent, **arguments)
+    except BrainError as exc:
+        raise a2a_error(exc, over=over) from exc
+
+
+class ProcessTasks(RequestHandler):
+    """An agent's tasks are the person's processes of its recipe."""
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        task = await self._send(params, context)
+        if params.configuration.return_immediately or task.status.state in SETTLED:
+            return task
+        deadline = time.monotonic() + settings.VANCETOPE_A2A_WAIT_SECONDS
+        while task.status.state not in SETTLED and time.monotonic() < deadline:
+            await asyncio.sleep(POLL_SECONDS)
+            task = await self._get(task.id, params.configuration.history_length, context)
+        return task
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        task = await self._send(params, context)
+        yield task
+        last = seen(task)
+        while task.status.state not in SETTLED:
+            await asyncio.sleep(POLL_SECONDS)
+            task = await self._get(task.id, 0, context)
+            if seen(task) == last:
+                continue
+            last = seen(task)
+            for artifact in task.artifacts:
+                yield TaskArtifactUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+                )
+            yield TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=task.status
+            )
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
+        return await self._get(params.id, params.history_length, context)
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task:
+        task: Task = await serve(
+            calls.cancel, context, task_id=params.id, over=TaskNotCancelableError
+        )
+        return task
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        found: ListTasksResponse = await serve(
+            calls.list_tasks,
+            context,
+            context_id=params.context_id,
+            page_size=params.page_size,
+            page_token=params.page_token,
+            history=params.history_length,
+        )
+        return found
+
+    async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        message = params.message
+        text = message_text(message)
+        task: Task = await serve(
+            calls.send,
+            context,
+            text=text,
+            task_id=message.task_id,
+            context_id=message.context_id,
+            history=params.configuration.history_length,
+        )
+        return task
+
+    async def _get(self, task_id: str, history: int, context: ServerCallContext) -> Task:
+        task: Task = await serve(calls.get, context, task_id=task_id, history=history)
+        return task
+
+    # --- not offered (the card says so) ----------------------------------------------------
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        raise UnsupportedOperationError(message="follow a task with tasks/get")
+        yield  # an async generator, as the interface declares it
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise UnsupportedOperationError(message="this agent has no extended card")

@@ -1,0 +1,22 @@
+"""The signals the inbox receives from processes/ (processes/signals.py), connected on import
+from InboxConfig.ready()."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.dispatch import receiver
+
+from inbox.services import take_back_items
+from processes import signals
+from processes.actions.undo import TakenBack
+from processes.models import ThinkProcess
+
+
+@receiver(signals.turn_undone, sender=ThinkProcess)
+def turn_undone(
+    sender: Any, *, process: ThinkProcess, since: datetime, by: Any, **kwargs: Any
+) -> TakenBack:
+    """An undo of a turn dismisses the items the turn posted that are still OPEN."""
+    return take_back_items(process, since, by)

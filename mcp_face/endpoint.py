@@ -1,0 +1,66 @@
+"""`/mcp` under ASGI, in front of Django (as triggers/webhooks/endpoint.py is): the Host header
+and the API token (`Authorization: Bearer <token>`, as REST) are checked before the SDK sees
+the request (vancetope/asgi_bearer.py: none, or a wrong one, is a 401 with the body REST
+answers), and the request goes to the SDK's Streamable HTTP session manager with the person in
+its scope. Every other path goes to the wrapped application untouched.
+
+The session manager runs in a task of the server's event loop, started by the first request
+(daphne serves no ASGI lifespan), and bound to the loop that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from mcp_face.identity import SCOPE_KEY
+from mcp_face.server import build_server, session_manager
+from vancetope.asgi_bearer import Scope, authenticated_person
+
+PATHS = {"/mcp", "/mcp/"}
+
+
+class McpEndpoint:
+    def __init__(self, app: Any, server: MCPServer | None = None) -> None:
+        self.app = app
+        self.server = server
+        self.manager: StreamableHTTPSessionManager | None = None
+        self.running: asyncio.Future[None] | None = None
+        self.lock = asyncio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") not in PATHS:
+            await self.app(scope, receive, send)
+            return
+        user = await authenticated_person(scope, send)
+        if user is None:
+            return
+        # The SDK binds a session to the principal that opened it (the person, whoever's
+        # token of theirs is used), so another person cannot use its id.
+        principal = AccessToken(
+            token="", client_id=f"user_{user.pk}", scopes=[], subject=str(user.pk)
+        )
+        inner = {**scope, SCOPE_KEY: user, "user": AuthenticatedUser(principal)}
+        manager = await self._manager()
+        await manager.handle_request(inner, receive, send)
+
+    async def _manager(self) -> StreamableHTTPSessionManager:
+        async with self.lock:
+            if self.manager is None:
+                manager = session_manager(self.server or build_server())
+                started = asyncio.get_running_loop().create_future()
+                self.running = asyncio.ensure_future(_run(manager, started))
+                await started
+                self.manager = manager
+            return self.manager
+
+
+async def _run(manager: StreamableHTTPSessionManager, started: asyncio.Future[None]) -> None:
+    async with manager.run():
+        started.set_result(None)
+        await asyncio.Event().wait()  # until the loop ends

@@ -1,0 +1,79 @@
+"""What a session's suspension does to its processes (`onSuspend`): by default (KEEP) the chat
+process suspends and the work the person started from the session keeps running, so closing
+a tab does not freeze a deep think; SUSPEND_ALL suspends every process of the session."""
+
+from __future__ import annotations
+
+import pytest
+
+from processes.actions.create import create_process
+from processes.actions.sessions import create_session, disconnect_session, resume_session
+from processes.actions.steer import steer_process
+from processes.models import ConversationMessage, ThinkProcess
+from processes.states import Status
+from sessions_app.models import Session, SessionStatus, SuspendCause
+from sessions_app.services import FingerprintData
+from tests.support.tenancy import Tenancy
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+FINGERPRINT = FingerprintData(machine_id="m-1", working_dir="/work")
+
+
+def session_with_work(alice: Tenancy, on_suspend: str | None = None) -> tuple[Session, int]:
+    """A cli session (suspended on disconnect) with its chat and a worker it started."""
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FINGERPRINT,
+        on_suspend=on_suspend,
+    )
+    work = create_process(session, recipe="ford", goal="count the moons")
+    # IDLE alone can be seen before the queued goal turn starts; wait for its answer too
+    wait_until(
+        lambda: (
+            ThinkProcess.objects.get(pk=work.pk).status == Status.IDLE
+            and ConversationMessage.objects.filter(process_id=work.pk, role="assistant").exists()
+        )
+    )
+    return session, work.pk
+
+
+def status(process_id: int | None) -> str:
+    assert process_id is not None
+    return ThinkProcess.objects.get(pk=process_id).status
+
+
+def test_by_default_a_suspended_session_keeps_its_work_running(alice: Tenancy) -> None:
+    # given a session with its chat and a worker, and the default policy
+    session, work = session_with_work(alice)
+    assert session.on_suspend == "KEEP"
+    # when its client goes away
+    disconnect_session(session.pk, SuspendCause.DISCONNECT)
+    # then the session and its chat are suspended, the work is not
+    assert Session.objects.get(pk=session.pk).status == SessionStatus.SUSPENDED
+    assert status(session.chat_process_id) == Status.SUSPENDED
+    assert status(work) == Status.IDLE
+    # and the work still takes and answers messages
+    steer_process(work, "and the rings?")
+    wait_until(
+        lambda: ConversationMessage.objects.filter(
+            process_id=work, role="assistant", content="echo: and the rings?"
+        ).exists()
+    )
+    # and when the client comes back, the chat is resumed
+    resume_session(alice.user, session.pk, FINGERPRINT, None)
+    assert status(session.chat_process_id) == Status.IDLE
+
+
+def test_suspend_all_suspends_every_process_of_the_session(alice: Tenancy) -> None:
+    # given a session that asks for every process to suspend with it
+    session, work = session_with_work(alice, on_suspend="SUSPEND_ALL")
+    # when its client goes away
+    disconnect_session(session.pk, SuspendCause.DISCONNECT)
+    # then both are suspended, and a resume brings both back
+    assert (status(session.chat_process_id), status(work)) == (Status.SUSPENDED,) * 2
+    resume_session(alice.user, session.pk, FINGERPRINT, None)
+    assert (status(session.chat_process_id), status(work)) == (Status.IDLE,) * 2
