@@ -137,7 +137,11 @@ class ProcessViewSet(viewsets.ViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("messages", int, description="only the last N messages (N >= 0)")
+            OpenApiParameter(
+                "messages",
+                {"type": "integer", "minimum": 0, "maximum": MAX_PK},
+                description="only the last N messages",
+            )
         ],
         responses={200: ProcessDetail, **errors(400, 401, 404)},
     )

@@ -129,12 +129,15 @@ def _body_and_project(request: Request) -> tuple[Any, str, Project | None]:
     if not isinstance(data, dict):
         raise BadRequest.naming("body", "must be an object")
     body = dict(data)
-    project = body.pop("projectId", None)
-    return body, "", _project(request, project)
+    if "projectId" not in body:
+        return body, "", None
+    return body, "", _project(request, body.pop("projectId"), named=True)
 
 
-def _project(request: Request, project: Any) -> Project | None:
-    if project is None:
+def _project(request: Request, project: Any, *, named: bool = False) -> Project | None:
+    """The project a workflow body or `?project=` names (None: not named). A `projectId` the
+    body names is a project id, never null."""
+    if project is None and not named:
         return None
     if not isinstance(project, str):
         raise BadRequest.naming("projectId", "must be a project id like proj_x")

@@ -85,10 +85,23 @@ class InputSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+# A text field that takes text only, as the document says (`type: string`): DRF's CharField
+# also takes a number or a boolean as its text (`0` becomes "0"). (No docstring: the document
+# would describe the field with it.)
+class TextField(serializers.CharField):
+    default_error_messages = {"not_text": "must be text (a JSON string), not {kind}"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            kind = "null" if data is None else type(data).__name__
+            self.fail("not_text", kind=kind)
+        return str(super().to_internal_value(data))
+
+
 # A text field whose rule the document states as a `pattern` (the view, or the domain
 # function it calls, refuses any other text with a 400 naming the field). (No docstring: the
 # document would describe the field with it.)
-class PatternField(serializers.CharField):
+class PatternField(TextField):
     def __init__(self, pattern: str, **kwargs: Any) -> None:
         self.pattern = pattern
         super().__init__(**kwargs)
@@ -121,6 +134,10 @@ class CharFieldSchema(OpenApiSerializerFieldExtension):
         if field.min_length is not None:
             schema["minLength"] = field.min_length
         return schema
+
+
+class TextSchema(CharFieldSchema):
+    target_class = TextField
 
 
 # A public id (`sess_12`) in a body.

@@ -102,6 +102,34 @@ def test_patch_makes_a_new_version(alice: Tenancy) -> None:
     assert answer.json()["id"] != item["id"]
 
 
+def test_a_change_to_an_old_version_is_a_409_and_changes_nothing(alice: Tenancy) -> None:
+    # given an item and its newer version
+    item = write(alice, "project", alice.project_id, "German")
+    newer = alice.api().patch(f"/api/memory/{item['id']}", {"content": "Swiss"}, format="json")
+    # when the old version is changed
+    answer = alice.api().patch(f"/api/memory/{item['id']}", {"content": "Dutch"}, format="json")
+    # then it is a conflict naming the item, and the newer version is still the valid one
+    assert answer.status_code == 409
+    assert item["id"] in answer.json()["message"]
+    valid = MemoryItem.objects.filter(valid_to__isnull=True)
+    assert [row.content for row in valid] == ["Swiss"]
+    assert valid.get().public_id == newer.json()["id"]
+
+
+def test_a_tag_must_be_text_not_a_number(alice: Tenancy) -> None:
+    # when an item is written with a number for a tag
+    answer = alice.api().post(
+        "/api/memory",
+        {"scope": "project", "scopeId": alice.project_id, "content": "x", "tags": [0]},
+        format="json",
+    )
+    # then it is refused, naming the tags, and nothing is stored
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "tags.0"
+    assert "must be text" in answer.json()["message"]
+    assert not MemoryItem.objects.exists()
+
+
 def test_a_member_who_is_no_tenant_admin_cannot_write_tenant_memory(alice: Tenancy) -> None:
     # given
     alice.tenant.memberships.update(role="member")

@@ -5,7 +5,8 @@ the `local` provider. Skipped, saying why, without the `local` extra or the mode
 .ci/run installs both and runs these on the SQLite run.
 
 The calls ask for temperature 0, so the model's answers repeat from run to run, and for at
-most VANCETOPE_LLM_MAX_TOKENS = 192 tokens a call, so a tiny model's rambling stays short. The
+most VANCETOPE_LLM_MAX_TOKENS = 384 tokens a call (a plan_tasks call of three tasks needs about
+200), so a tiny model's rambling stays short. The
 tests assert structure and lifecycle (events, statuses, trees, schemas), never wording.
 """
 

@@ -14,8 +14,10 @@ from processes.models import ThinkProcess
 T = TypeVar("T")
 
 
-def wait_until(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.01) -> T:
-    """Poll `check` until it returns something truthy; fail with the last value otherwise."""
+def wait_until(check: Callable[[], T], timeout: float = 30.0, interval: float = 0.01) -> T:
+    """Poll `check` until it returns something truthy; fail with the last value otherwise.
+    The default leaves room for CI, where two test runs share two cores with the Brains they
+    start: a turn that takes 0.2 s alone took over 10 s there."""
     deadline = time.monotonic() + timeout
     value = check()
     while not value:

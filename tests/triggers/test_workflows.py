@@ -115,3 +115,22 @@ def test_a_second_workflow_of_the_same_name_in_a_project_is_a_409_naming_it(alic
     response = alice.api().post("/api/workflows", REVIEW, format="json")
     assert response.status_code == 409
     assert response.json()["message"] == "name: 'review' is taken in this project"
+
+
+@pytest.mark.parametrize("project_id", [None, 7])
+def test_a_replacement_whose_project_id_is_not_an_id_is_a_400_and_changes_nothing(
+    alice, project_id
+):
+    # given alice's workflow
+    workflow_id = create_workflow(alice)
+    # when she replaces it with a body whose projectId is null or a number
+    response = alice.api().put(
+        f"/api/workflows/{workflow_id}",
+        {**REVIEW, "description": "v2", "projectId": project_id},
+        format="json",
+    )
+    # then it is refused, naming projectId, and the workflow is as it was
+    assert response.status_code == 400
+    assert response.json()["field"] == "projectId"
+    stored = alice.api().get(f"/api/workflows/{workflow_id}").json()
+    assert stored["description"] != "v2"

@@ -61,6 +61,9 @@ def browser() -> Iterator[Any]:
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="browser tests need Playwright: pip install -e '.[dev]'"
     )
+    # An assertion waits as long as an action does (20 s, tests.support.browser.open_tab), not
+    # Playwright's 5 s: on CI's two shared cores a scripted reply can take longer than that.
+    sync_api.expect.set_options(timeout=20_000)
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield launched

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from tests.support.browser import CHAT_PASSWORD as PASSWORD
 from tests.support.browser import CHROMIUM, MISSING, screenshot
 
 if not CHROMIUM.exists():
@@ -19,10 +18,8 @@ expect = sync_api.expect
 
 
 def test_undo_takes_the_last_turn_out_of_the_chat_and_puts_the_message_back(page: Any):
-    page.goto("/accounts/login/?next=/interactive/")
-    page.fill("#id_username", "local")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
+    # given the chat page of a person logged in (the `page` fixture logs in)
+    page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     undo = page.locator("#chat-undo")
     log = page.locator("#chat-log")

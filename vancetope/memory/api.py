@@ -21,6 +21,7 @@ from vancetope.api import (
     PAGE_PARAMETERS,
     InputSerializer,
     PatternField,
+    TextField,
     change_body,
     errors,
     paginated,
@@ -51,7 +52,7 @@ class ItemInput(InputSerializer):
     scopeId = serializers.CharField(required=False, allow_blank=True, default="")
     key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     content = PatternField(NOT_BLANK, trim_whitespace=False, max_length=items.MAX_CONTENT)
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    tags = serializers.ListField(child=TextField(), required=False, default=list)
 
 
 def _item_body(scope: str, scope_id: dict[str, Any] | None) -> dict[str, Any]:
@@ -62,8 +63,7 @@ def _item_body(scope: str, scope_id: dict[str, Any] | None) -> dict[str, Any]:
         "scopeId": scope_id or {"type": "string"},
         "key": {"type": "string", "maxLength": 200},
         "content": {**text, "maxLength": items.MAX_CONTENT},
-        # DRF's CharField takes a number as its text (`0` is the tag "0").
-        "tags": {"type": "array", "items": {"anyOf": [text, {"type": "number"}]}},
+        "tags": {"type": "array", "items": text},
     }
     required = ["scope", "content", *(["scopeId"] if scope_id else [])]
     return {
@@ -99,7 +99,7 @@ class ItemChange(InputSerializer):
     content = PatternField(
         NOT_BLANK, trim_whitespace=False, max_length=items.MAX_CONTENT, required=False
     )
-    tags = serializers.ListField(child=serializers.CharField(), required=False)
+    tags = serializers.ListField(child=TextField(), required=False)
 
 
 class DocumentInput(InputSerializer):
@@ -168,7 +168,7 @@ class MemoryViewSet(viewsets.ViewSet):
         return Response(item_data(items.get_visible_item(person_reach(request.user), item_id)))
 
     @extend_schema(
-        request=ItemChange, responses={200: MemoryItemObject, **errors(400, 401, 403, 404)}
+        request=ItemChange, responses={200: MemoryItemObject, **errors(400, 401, 403, 404, 409)}
     )
     def partial_update(self, request: Request, item_id: str) -> Response:
         """A new version of the item (the answer) with the content and tags given (the others

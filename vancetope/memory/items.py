@@ -14,7 +14,7 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from vancetope.errors import BadRequest, NotFound
+from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.memory.indexing import index, item_passage, unindex
 from vancetope.memory.models import CASCADE_ORDER, MemoryItem, Passage, Scope, SourceKind
@@ -117,7 +117,9 @@ def supersede_item(
         owner_id=item.owner_id,
     )
     if item.valid_to is not None:
-        raise BadRequest(f"memory item {item.public_id} is no longer valid")
+        raise Conflict(
+            f"memory item {item.public_id} is no longer valid: change its newest version"
+        )
     if not item.key:
         with transaction.atomic():
             new = write_item(target, content, source, tags=item.tags if tags is None else tags)
