@@ -16,13 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from django.db import transaction
 from django.db.models import QuerySet
 
 from engines.base import ParamsRefused
 from recipes_app.models import RecipeScope, Strategy
-from recipes_app.services import SCOPE_RANK, in_scope_of, recipes_in_scope
+from recipes_app.services import (
+    SCOPE_RANK,
+    in_scope_of,
+    read_bundled_yaml,
+    recipes_in_scope,
+    sync_bundled_rows,
+)
 from vancetope.tenancy.models import Project
 
 BUNDLED_STRATEGIES = Path(__file__).with_name("strategies.yaml")
@@ -141,7 +146,7 @@ def _check_gate(node: dict[str, Any], where: str, output: dict[str, Any] | None)
 
 
 def read_bundled_strategies(path: Path = BUNDLED_STRATEGIES) -> list[dict[str, Any]]:
-    entries = yaml.safe_load(path.read_text()) or []
+    entries = read_bundled_yaml(path) or []
     if not isinstance(entries, list):
         raise ValueError(f"{path}: expected a list of strategies")
     for index, entry in enumerate(entries):
@@ -157,20 +162,15 @@ def read_bundled_strategies(path: Path = BUNDLED_STRATEGIES) -> list[dict[str, A
 @transaction.atomic
 def sync_bundled_strategies(path: Path = BUNDLED_STRATEGIES) -> int:
     """Make the bundled rows equal to strategies.yaml (idempotent); return how many there are."""
-    entries = read_bundled_strategies(path)
-    for entry in entries:
-        Strategy.objects.update_or_create(
-            scope=RecipeScope.BUNDLED,
-            name=entry["name"],
-            defaults={
-                "title": entry.get("title", ""),
-                "description": entry.get("description", ""),
-                "phases": entry["phases"],
-            },
-        )
-    names = [entry["name"] for entry in entries]
-    Strategy.objects.filter(scope=RecipeScope.BUNDLED).exclude(name__in=names).delete()
-    return len(names)
+    rows = {
+        entry["name"]: {
+            "title": entry.get("title", ""),
+            "description": entry.get("description", ""),
+            "phases": entry["phases"],
+        }
+        for entry in read_bundled_strategies(path)
+    }
+    return sync_bundled_rows(Strategy, rows)
 
 
 # --- resolving one for a process -----------------------------------------------------------------

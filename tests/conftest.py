@@ -30,12 +30,21 @@ from processes.states import Status
 from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
 from tests.e2e import brain as brain_processes
+from tests.support.flush import install as keep_derived_rows_when_flushing
 from tests.support.tenancy import Tenancy, open_session
 from tests.support.tools import ToolReadingProvider
 from vancetope import ratelimit
 from vancetope.config.cascade import forget_cached as forget_cached_settings
 from vancetope.llm.factory import reset_provider_cache
 from vancetope.tools import health as tool_health
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords are hashed with MD5 in the tests' own process, as Django's testing docs advise:
+    PBKDF2 takes about 0.4 s of CPU a user, and most tests make a few users. The Brains the
+    tests start as OS processes keep the real hashers."""
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    keep_derived_rows_when_flushing()
 
 
 @pytest.fixture(scope="session", autouse=True)
