@@ -163,6 +163,7 @@ def _copy_migrated_sqlite(env: dict[str, str]) -> None:
     if target.exists():
         return
     source = sqlite3.connect(_sqlite_template())
+    target.parent.mkdir(parents=True, exist_ok=True)
     target.touch(mode=0o600)  # as the Brain makes its file: its owner's only
     copy = sqlite3.connect(target)
     try:
