@@ -1,4 +1,5 @@
-"""A transactional test's flush keeps Django's content types and permissions.
+"""A transactional test's flush keeps Django's content types and permissions, and on
+PostgreSQL deletes rows instead of truncating tables.
 
 After each `django_db(transaction=True)` test Django empties every table and then sends
 `post_migrate`, whose receivers (contenttypes, auth) insert every content type and permission
@@ -25,12 +26,17 @@ def sql_flush_keeping_derived_rows(
 ) -> list[str]:
     """django.core.management.sql.sql_flush, but for the KEPT tables."""
     tables = connection.introspection.django_table_names(only_existing=True, include_views=False)
+    emptied = sorted(set(tables) - KEPT)
+    if connection.vendor == "postgresql" and not reset_sequences:
+        # One DELETE a table, not Django's TRUNCATE of them all: measured 17 ms against
+        # 1,077 ms for the 62 tables a test leaves mostly empty. Django's foreign keys are
+        # DEFERRABLE INITIALLY DEFERRED, so the order does not matter within the flush's
+        # transaction.
+        quote = connection.ops.quote_name
+        return [f"DELETE FROM {quote(table)};" for table in emptied]
     return list(
         connection.ops.sql_flush(
-            style,
-            sorted(set(tables) - KEPT),
-            reset_sequences=reset_sequences,
-            allow_cascade=allow_cascade,
+            style, emptied, reset_sequences=reset_sequences, allow_cascade=allow_cascade
         )
     )
 
