@@ -96,11 +96,16 @@ class BrainConsumer(AsyncWebsocketConsumer):
         session_id, self.session_id = self.session_id, None
         if session_id is None:
             return
-        socket_bindings.unbind(session_id)
+        held_elsewhere = socket_bindings.unbind(session_id)
         try:
             await self.channel_layer.group_discard(group_name(session_id), self.channel_name)
         except Exception:
             log.exception("leaving the group of sess_%s failed", session_id)
+        if held_elsewhere:
+            # A newer socket resumed the session (a reloaded page) before this one left: the
+            # client is still there, and its tools are the new socket's.
+            log.info("sess_%s is held by another socket: no disconnect policy", session_id)
+            return
         try:
             await call_service(sessions.disconnect_session, session_id)
         except Exception:

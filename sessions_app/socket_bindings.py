@@ -14,11 +14,15 @@ def bind(session_id: int) -> None:
         _bound[session_id] += 1
 
 
-def unbind(session_id: int) -> None:
+def unbind(session_id: int) -> bool:
+    """Whether another socket of this process still holds the session (a page reloaded: its
+    new socket resumed the session before the old one's disconnect came)."""
     with _lock:
         _bound[session_id] -= 1
         if _bound[session_id] <= 0:
             del _bound[session_id]
+            return False
+        return True
 
 
 def bound_sessions() -> list[int]:

@@ -259,6 +259,30 @@ async def test_disconnect_suspends_and_identical_fingerprint_resumes_to_idle(ali
     await second.ws.disconnect()
 
 
+async def test_a_reloaded_page_whose_old_socket_leaves_last_keeps_its_session_open(alice):
+    # given a chat over one socket
+    old = await connect(bearer(alice))
+    created = await open_session(old, alice)
+    session_id, chat_id = created["session"]["id"], created["chatProcessId"]
+    await old.request("chat", {"text": "before"})
+    await old.event("chat-message", role="assistant")
+    # when the page reloads: its new socket resumes the session before the old one is gone
+    new = await connect(bearer(alice))
+    resumed = await new.request(
+        "session-resume", {"sessionId": session_id, "fingerprint": FINGERPRINT}
+    )
+    assert resumed["type"] == "session-resumed"
+    await old.ws.disconnect()
+    # then the session and its chat stay as the new socket found them, and it chats on
+    session = await session_row(session_id)
+    assert session.status == SessionStatus.OPEN
+    assert (await process_row(chat_id)).status == Status.IDLE
+    await new.request("chat", {"text": "after"})
+    await new.event("chat-message", role="assistant", text="echo: after")
+    # and when the new socket leaves too, the disconnect policy applies
+    await disconnect_and_wait_suspended(new, session_id)
+
+
 async def test_resume_from_another_machine_is_refused_and_the_session_stays_suspended(alice):
     first = await connect(bearer(alice))
     created = await open_session(first, alice)
