@@ -18,7 +18,8 @@ def test_a_flush_empties_the_tables_but_content_types_and_permissions():
     get_user_model().objects.create_user("someone")
     content_types = ContentType.objects.count()
     permissions = Permission.objects.count()
-    assert content_types and permissions
+    assert content_types
+    assert permissions
     # when the database is flushed as after a transactional test (which keeps the sequences:
     # ids restarting at 1 would meet the caches of earlier tests' processes)
     call_command("flush", interactive=False, verbosity=0, reset_sequences=False)

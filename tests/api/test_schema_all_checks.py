@@ -48,6 +48,15 @@ KNOWN = {
     "POST /api/workflows/{workflow_id}/run: positive_data_acceptance",
 }
 
+# Rules of the row a path parameter names, which only the stateful phase meets, and only when
+# it has made such a row on the way (its choices vary from run to run): these may fail, and
+# need not. The same kind as the last entry of KNOWN.
+ROW_RULES = {
+    # An answer has the shape of its item's type (an approval's decision, a question's text):
+    # the document gives each shape, the item in the path says which one applies.
+    "POST /api/inbox/{item_id}/answer: positive_data_acceptance",
+}
+
 pytestmark = pytest.mark.timeout(900)
 
 
@@ -118,7 +127,7 @@ def test_every_check_of_schemathesis_passes_on_every_operation(tmp_path: Path) -
     finally:
         brain.stop()
     # then nothing failed but what is listed, and everything listed still fails
-    problems = [f"{name} — {found[name]}" for name in sorted(set(found) - KNOWN)]
+    problems = [f"{name} — {found[name]}" for name in sorted(set(found) - KNOWN - ROW_RULES)]
     problems += [f"{name}: passes now, strike it off KNOWN" for name in sorted(KNOWN - set(found))]
     problems += [error[:400] for error in errors]
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

@@ -239,6 +239,15 @@ async def reply_to(client: Client, request_id: str) -> dict[str, Any]:
             return dict(frame)
 
 
+async def ask_to_return(client: Client, node_id: str) -> dict[str, Any]:
+    """The reply to a space-return of the node (it comes when the control turn is over)."""
+    client.counter += 1
+    request_id = f"c{client.counter}"
+    frame = {"type": "space-return", "id": request_id, "data": {"nodeId": node_id}}
+    await client.ws.send_to(text_data=json.dumps(frame))
+    return await reply_to(client, request_id)
+
+
 async def test_a_thinking_space_suggests_a_branch_that_returns_to_its_parent(alice, real_server):
     # given a person's session with arthur
     root_client = await connect(bearer(alice))
@@ -271,11 +280,15 @@ async def test_a_thinking_space_suggests_a_branch_that_returns_to_its_parent(ali
     )
     await settled(child["chatProcessId"], "IDLE")
     # and asks it to return (a control turn: the agent's forced thinking_return)
-    child_client.counter += 1
-    request_id = f"c{child_client.counter}"
-    frame = {"type": "space-return", "id": request_id, "data": {"nodeId": child["id"]}}
-    await child_client.ws.send_to(text_data=json.dumps(frame))
-    returned = await reply_to(child_client, request_id)
+    returned = await ask_to_return(child_client, child["id"])
+    if returned["type"] == "error":
+        # A tiny model's forced call can still fail its schema twice (or its call time out on
+        # CI's shared cores): the branch is then active again, and the person asks once more.
+        assert returned["data"]["code"] == 409, returned
+        assert returned["data"]["message"] == (
+            "the agent did not return; the branch is active again"
+        )
+        returned = await ask_to_return(child_client, child["id"])
     # then the branch is returned and sealed with its Handoff
     assert returned["type"] == "space", returned
     node = next(n for n in returned["data"]["space"]["nodes"] if n["id"] == child["id"])
