@@ -84,6 +84,8 @@ def _inprocess_worker(settings: Any) -> Iterator[None]:
     forget_cached_settings()
     # Every test starts with no rate-limit counts (user ids are reused across tests).
     ratelimit.reset()
+    # Nor with the conversations earlier tests' turns kept (their byte budget is shared).
+    conversation_cache.clear()
     yield
     # Let running lanes finish and close their connections before the database is flushed.
     shutdown_worker(wait=True)
