@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import schemathesis
 from schemathesis.engine import events
@@ -51,7 +52,23 @@ KNOWN = {
 pytestmark = pytest.mark.timeout(900)
 
 
-def failures_of(event: Any) -> list[tuple[str, str]]:
+def body_breaks_document(document: dict[str, Any], case: Any) -> bool:
+    """Whether the JSON body of `case` breaks the document's schema for its operation.
+    schemathesis's generator still calls some such bodies positive: one seen, for the memory
+    item's `oneOf` of four closed objects, had none of them's required `content` and a key
+    (`fields`) none of them allows. A refusal of that is no schema-valid request refused."""
+    if case.media_type != "application/json" or not isinstance(case.body, dict | list):
+        return False
+    operation = document["paths"][case.operation.path][case.method.lower()]
+    content = operation.get("requestBody", {}).get("content", {})
+    schema = content.get("application/json", {}).get("schema")
+    if schema is None:
+        return False
+    validator = jsonschema.Draft202012Validator({**schema, "components": document["components"]})
+    return not validator.is_valid(case.body)
+
+
+def failures_of(event: Any, document: dict[str, Any]) -> list[tuple[str, str]]:
     """(`operation: check`, what failed) of each failed check an engine event reports."""
     if not isinstance(event, events.ScenarioFinished | events.FuzzScenarioFinished):
         return []
@@ -59,6 +76,8 @@ def failures_of(event: Any) -> list[tuple[str, str]]:
     for case_id, checks in event.recorder.checks.items():
         case = event.recorder.cases[case_id].value
         for check in checks:
+            if check.name == "positive_data_acceptance" and body_breaks_document(document, case):
+                continue
             if check.failure_info is not None:
                 failure = check.failure_info.failure
                 detail = f"{failure.title}: {failure.message}"[:300]
@@ -79,6 +98,7 @@ def test_every_check_of_schemathesis_passes_on_every_operation(tmp_path: Path) -
     token = bootstrap(env)
     brain = Brain(env, free_port())
     try:
+        document = brain.get("/api/schema/?format=json", token)
         schema = schemathesis.openapi.from_url(f"{brain.url}/api/schema/?format=json")
         schema.config.update(headers={"Authorization": f"Bearer {token}"}, workers=1)
         # A lifecycle call waits up to VANCETOPE_LIFECYCLE_WAIT_SECONDS (20) for a busy lane by
@@ -95,7 +115,7 @@ def test_every_check_of_schemathesis_passes_on_every_operation(tmp_path: Path) -
         found: dict[str, str] = {}
         errors: list[str] = []
         for event in schemathesis.engine.from_schema(schema).execute():
-            found.update(failures_of(event))
+            found.update(failures_of(event, document))
             if isinstance(event, events.NonFatalError):
                 errors.append(f"{event.label}: {type(event.value).__name__}: {event.value}")
             elif isinstance(event, events.FatalError):
