@@ -116,6 +116,19 @@ def test_a_change_to_an_old_version_is_a_409_and_changes_nothing(alice: Tenancy)
     assert valid.get().public_id == newer.json()["id"]
 
 
+def test_a_key_must_be_text_not_a_number(alice: Tenancy) -> None:
+    # when an item is written with a number for its key
+    answer = alice.api().post(
+        "/api/memory",
+        {"scope": "project", "scopeId": alice.project_id, "content": "x", "key": 0},
+        format="json",
+    )
+    # then it is refused, naming the key, and nothing is stored
+    assert answer.status_code == 400
+    assert answer.json()["field"] == "key"
+    assert not MemoryItem.objects.exists()
+
+
 def test_a_tag_must_be_text_not_a_number(alice: Tenancy) -> None:
     # when an item is written with a number for a tag
     answer = alice.api().post(

@@ -49,8 +49,8 @@ from vancetope.tenancy.services import get_visible_project, require_project_admi
 
 class ItemInput(InputSerializer):
     scope = serializers.ChoiceField(choices=Scope.values)
-    scopeId = serializers.CharField(required=False, allow_blank=True, default="")
-    key = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
+    scopeId = TextField(required=False, allow_blank=True, default="")
+    key = TextField(required=False, allow_blank=True, default="", max_length=200)
     content = PatternField(NOT_BLANK, trim_whitespace=False, max_length=items.MAX_CONTENT)
     tags = serializers.ListField(child=TextField(), required=False, default=list)
 
