@@ -67,8 +67,7 @@ def scratch_database(name: str) -> Iterator[str]:
     try:
         yield url.rsplit("/", 1)[0] + f"/{database}"
     finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+        _drop_database(admin_url, database)
 
 
 @contextmanager
