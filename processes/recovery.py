@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from engines.registry import is_compatible
@@ -87,7 +88,13 @@ def remove_abandoned_spawns(now: datetime, process_ids: Iterable[int] | None = N
             process.public_id,
             f"tp_{process.parent_id}",
         )
-        process.delete()
+        with transaction.atomic():
+            process.delete()
+            if process.root_id is not None:
+                # check_spawn counted it on the root's descendants when the turn spawned it.
+                ThinkProcess.objects.filter(pk=process.root_id, descendants__gt=0).update(
+                    descendants=F("descendants") - 1
+                )
         removed += 1
     return removed
 

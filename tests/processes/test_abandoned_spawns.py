@@ -14,7 +14,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from processes.actions import steer
+from processes.actions import create, steer
+from processes.budgets import BudgetExceeded
 from processes.models import ThinkProcess
 from processes.recovery import remove_abandoned_spawns
 from processes.states import Status
@@ -96,3 +97,30 @@ def test_recovery_removes_the_children_of_a_turn_whose_lane_nobody_holds(
     remaining = set(ThinkProcess.objects.values_list("pk", flat=True))
     assert abandoned.pk not in remaining
     assert {committed.pk, on_purpose.pk, in_flight.pk} <= remaining
+
+
+def test_an_abandoned_child_no_longer_counts_against_its_trees_max_children(
+    alice: Tenancy, recipes: None
+) -> None:
+    # given a process (not a chat) whose tree may spawn one child, and a turn of it that
+    # spawned that child (as ctx.processes.spawn does) and never committed
+    session = open_session(alice)
+    root = create.create_process(
+        session, goal="orchestrate", engine="ford", params={"maxChildren": 1}, start=False
+    )
+    child = create.create_process(
+        session, goal="count", engine="ford", parent=root, start=False, spawned_by_turn=True
+    )
+    with pytest.raises(BudgetExceeded):
+        create.create_process(
+            session, goal="again", engine="ford", parent=root, start=False, spawned_by_turn=True
+        )
+    # when the abandoned child is removed (a failed attempt's own, or recovery's sweep)
+    assert remove_abandoned_spawns(timezone.now(), [child.pk]) == 1
+    # then the tree counts no child, and the retried turn may spawn its one child
+    assert ThinkProcess.objects.get(pk=root.pk).descendants == 0
+    retried = create.create_process(
+        session, goal="count", engine="ford", parent=root, start=False, spawned_by_turn=True
+    )
+    assert ThinkProcess.objects.get(pk=root.pk).descendants == 1
+    assert retried.root_id == root.pk
