@@ -41,9 +41,15 @@ class ConversationBuffer:
     def remember_committed(self) -> None:
         """The lane committed the new messages: keep the whole history for the next turn."""
         process = self._process
-        history = tuple(self.history())
+        self.history()  # the committed history is read (a new process's is empty)
+        before = self._history
+        assert before is not None
         conversation_cache.put(
-            process.pk, process.conversation_epoch, history, process.conversation_length
+            process.pk,
+            process.conversation_epoch,
+            before + tuple(self.new_messages),
+            process.conversation_length,
+            extends=before,
         )
 
     def _load(self) -> tuple[LlmMessage, ...]:

@@ -51,18 +51,28 @@ def get(process_id: int, epoch: int, length: int) -> tuple[LlmMessage, ...] | No
 
 
 def put(
-    process_id: int, epoch: int, messages: tuple[LlmMessage, ...], length: int | None = None
+    process_id: int,
+    epoch: int,
+    messages: tuple[LlmMessage, ...],
+    length: int | None = None,
+    *,
+    extends: tuple[LlmMessage, ...] | None = None,
 ) -> None:
     """Keep `messages` for the process's stored (epoch, length); the length is that of the
-    messages unless some stored ones are left out (undone). The least recently used
-    conversations go while the cache is over its budget (one larger than the whole budget
-    is not kept)."""
+    messages unless some stored ones are left out (undone). `extends`: the messages kept so
+    far, which `messages` continues (a committed turn's); while they are still the kept
+    entry, only the new messages are sized, so a turn's cost does not grow with its history.
+    The least recently used conversations go while the cache is over its budget (one larger
+    than the whole budget is not kept)."""
     global _size
     stored = len(messages) if length is None else length
-    size = size_of(messages)
     limit = budget()
     with _lock:
         earlier = _entries.pop(process_id, None)
+        if earlier is not None and extends is not None and earlier[1] is extends:
+            size = earlier[2] + size_of(messages[len(extends) :])
+        else:
+            size = size_of(messages)
         if earlier is not None:
             _size -= earlier[2]
         if size > limit:

@@ -98,3 +98,26 @@ def test_the_least_recently_used_conversations_go_once_the_budget_is_full(settin
     conversation_cache.clear()
     assert kept == [1, *range(3, 12)]
     assert held <= conversation_cache.budget()
+
+
+def test_a_continued_conversation_is_sized_as_a_whole_while_only_its_new_messages_are_measured():
+    # given a kept conversation, and another kept beside it
+    conversation_cache.clear()
+    first = short_chat(1)
+    conversation_cache.put(1, 0, first)
+    conversation_cache.put(2, 0, short_chat(2))
+    # when a turn continues the first (its committed messages plus two new ones)
+    longer = first + short_chat(3)
+    conversation_cache.put(1, 0, longer, extends=first)
+    # then the cache holds what both conversations hold, as if each were measured whole
+    held = conversation_cache.held_bytes()
+    whole = conversation_cache.size_of(longer) + conversation_cache.size_of(short_chat(2))
+    # and a continuation of messages no longer kept is measured whole too
+    conversation_cache.put(1, 0, longer + short_chat(4), extends=first)
+    held_after = conversation_cache.held_bytes()
+    whole_after = conversation_cache.size_of(longer + short_chat(4)) + conversation_cache.size_of(
+        short_chat(2)
+    )
+    conversation_cache.clear()
+    assert held == whole
+    assert held_after == whole_after
