@@ -1,8 +1,8 @@
 """The roles matrix of a project's shared objects (README "Roles inside a tenant"): members
-read and run webhooks, workflows, documents and project memory; only admins of the project
-(or its tenant) create, change, rotate or delete them; a refusal is a 403 (404 for who does not
-see the project) and changes nothing. Cron jobs belong to their owner: only admins of the
-project create, change or delete one.
+read and run webhooks, workflows, documents and project memory (its knowledge graph too);
+only admins of the project (or its tenant) create, change, rotate or delete them; a refusal
+is a 403 (404 for who does not see the project) and changes nothing. Cron jobs belong to
+their owner: only admins of the project create, change or delete one.
 
 Before the fix a plain member rotated the admin's webhook secret, changed and deleted
 webhooks, replaced and deleted shared workflows and documents.
@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from processes.actions.create import create_process
 from processes.actions.sessions import create_session
 from processes.models import ThinkProcess
+from recipes_app.models import RecipeScope, Strategy
 from sessions_app.services import FingerprintData
 from tests.support.roles import (
     MEMBER,
@@ -29,7 +31,8 @@ from tests.support.roles import (
 )
 from tests.support.tenancy import Tenancy
 from triggers.models import CronJob, Webhook, Workflow
-from vancetope.memory.models import Document, MemoryItem
+from vancetope.errors import BadRequest
+from vancetope.memory.models import Document, KnowledgeEdge, MemoryItem
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -178,6 +181,51 @@ def test_only_admins_write_project_memory_members_read_it(
         assert list(valid.values_list("key", "content")) == [("deploys", "Mon")]
 
 
+@pytest.mark.parametrize("role", ROLES)
+def test_only_admins_link_and_invalidate_project_knowledge_members_read_it(
+    role: str, alice: Tenancy, bob: Tenancy
+) -> None:
+    # given two project memory items, a document, and an edge the tenant admin drew between
+    # an item and the document's chunk
+    api = alice.api()
+    items = [
+        api.post(
+            "/api/memory",
+            {"scope": "project", "scopeId": alice.project_id, "key": key, "content": text},
+            format="json",
+        ).json()["id"]
+        for key, text in (("deploys", "Deploys on Monday."), ("freeze", "No deploys in May."))
+    ]
+    document = api.post(
+        "/api/documents",
+        {"project": alice.project_id, "title": "Handbook", "content": "Deploys on Monday."},
+        format="json",
+    ).json()["id"]
+    made = api.post(
+        "/api/knowledge/edges",
+        {"type": "supports", "fromId": f"{document}:0", "toId": items[0]},
+        format="json",
+    )
+    assert made.status_code == 201, made.json()
+    url = f"/api/knowledge/edges/{made.json()['id']}"
+    who = caller(role, alice, bob)
+    # when
+    read = who.api.get(url)
+    linked = who.api.post(
+        "/api/knowledge/edges",
+        {"type": "contradicts", "fromId": items[0], "toId": items[1]},
+        format="json",
+    )
+    invalidated = who.api.post(f"{url}/invalidate", {"reason": "wrong"}, format="json")
+    # then
+    expect(read.status_code, READS[role], {200})
+    expect(linked.status_code, WRITES[role], {201})
+    expect(invalidated.status_code, WRITES[role], {200})
+    if WRITES[role]:
+        edges = KnowledgeEdge.objects.values_list("type", "valid_to")
+        assert list(edges) == [("supports", None)]
+
+
 def own_chat(who: Caller, alice: Tenancy) -> int:
     session = create_session(
         who.user,
@@ -231,3 +279,63 @@ def test_a_member_who_lost_admin_no_longer_changes_or_deletes_their_cron_job(
     # then both are refused and the job is as it was
     assert (changed.status_code, deleted.status_code) == (403, 403)
     assert list(CronJob.objects.values_list("name", flat=True)) == ["nightly"]
+
+
+@pytest.mark.parametrize("role", [OTHER_PROJECT_ADMIN, OUTSIDER])
+def test_who_does_not_see_the_project_cannot_schedule_its_processes(
+    role: str, alice: Tenancy, bob: Tenancy
+) -> None:
+    # given the tenant admin's chat process in the project
+    admin = caller(TENANT_ADMIN, alice, bob)
+    chat_id = own_chat(admin, alice)
+    who = caller(role, alice, bob)
+    body = {
+        "name": "nightly",
+        "schedule": "0 3 * * *",
+        "action": {"type": "process_continue", "processId": f"tp_{chat_id}"},
+    }
+    # when an admin of another project, or a user of another tenant, schedules it
+    answer = who.api.post("/api/cron-jobs", body, format="json")
+    # then it is not found for them, and nothing is scheduled
+    assert answer.status_code == 404, answer.json()
+    assert not CronJob.objects.exists()
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_projects_strategies_run_for_its_members_only_and_no_one_writes_them_over_rest(
+    role: str, alice: Tenancy, bob: Tenancy, recipes: None
+) -> None:
+    # given a vogon strategy of the project (operators write strategies in the admin)
+    phases = [{"name": "triage", "goal": "sort the tickets", "recipe": "ford"}]
+    Strategy.objects.create(
+        name="triage",
+        phases=phases,
+        scope=RecipeScope.PROJECT,
+        tenant=alice.tenant,
+        project=alice.project,
+    )
+    who = caller(role, alice, bob)
+    session = create_session(
+        who.user,
+        client_type="cli",
+        project_id=who.project.public_id,
+        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
+        recipe="ford",
+    )
+    # when they run it from their own session, and try to write strategies over REST
+    try:
+        process = create_process(
+            session, goal="triage", engine="vogon", params={"strategy": "triage"}, start=False
+        )
+        ran = process.engine_params["strategy"]["phases"][0]["name"]
+    except BadRequest as refused:
+        ran = refused.field
+    written = who.api.post("/api/strategies", {"name": "mine", "phases": phases}, format="json")
+    # then the project's people run it, who does not see the project does not find it
+    sees_project = READS[role] == 0
+    assert ran == ("triage" if sees_project else "params.strategy")
+    # and strategies have no REST face to write through
+    assert written.status_code == 404
+    assert list(Strategy.objects.filter(project__isnull=False).values_list("name", flat=True)) == [
+        "triage"
+    ]

@@ -25,7 +25,8 @@ from vancetope.memory.models import (
     MemoryItem,
     Passage,
 )
-from vancetope.memory.scopes import Reach
+from vancetope.memory.scopes import Reach, check_may_change
+from vancetope.tenancy.services import AnyUser, require_project_admin
 
 MAX_REASONING = 4_000
 # The ids of nodes (a memory item, a document's chunk) and a list of edge types, as the
@@ -246,8 +247,23 @@ def get_visible_edge(reach: Reach, edge_id: str) -> KnowledgeEdge:
     return edge
 
 
+def check_may_write(writer: AnyUser, *nodes: Node) -> None:
+    """A person writes an edge (links it, invalidates it) only where they may change both of
+    its ends, as for memory itself: an item as check_may_change says (their own session's, a
+    project's as its admin, a group's or tenant's as a tenant admin), a document's chunk as
+    its project's admin. Members read the graph (a 403 changes nothing)."""
+    for node in nodes:
+        if node.item is not None:
+            check_may_change(writer, node.item)
+        else:
+            assert node.chunk is not None
+            project = node.chunk.document.project
+            require_project_admin(writer, project, "link its documents in the knowledge graph")
+
+
 def link_nodes(
     reach: Reach,
+    writer: AnyUser,
     type: str,
     from_id: str,
     to_id: str,
@@ -255,8 +271,8 @@ def link_nodes(
     reasoning: str,
     author: Author,
 ) -> tuple[KnowledgeEdge, bool]:
-    """A person's (or a process's) edge between two nodes the reach sees, and whether it is
-    new (the same valid edge is answered as it is)."""
+    """A person's edge between two nodes the reach sees and they may write (check_may_write),
+    and whether it is new (the same valid edge is answered as it is)."""
     if type not in EdgeType.values:
         raise BadRequest(
             f"type must be one of {', '.join(EdgeType.values)}",
@@ -265,11 +281,14 @@ def link_nodes(
         )
     source = get_visible_node(reach, from_id, "fromId")
     target = get_visible_node(reach, to_id, "toId")
+    check_may_write(writer, source, target)
     return put_edge(EdgeType(type), source, target, confidence, reasoning, author)
 
 
-def invalidate_visible_edge(edge: KnowledgeEdge, reason: str) -> KnowledgeEdge:
-    """A person's invalidation: an edge already invalid is a 409 and stays as it was."""
+def invalidate_visible_edge(edge: KnowledgeEdge, writer: AnyUser, reason: str) -> KnowledgeEdge:
+    """A person's invalidation, where they may write (check_may_write): an edge already
+    invalid is a 409 and stays as it was."""
+    check_may_write(writer, node_of_edge(edge, "from"), node_of_edge(edge, "to"))
     if edge.valid_to is not None:
         raise Conflict(f"{edge.public_id} is already invalid since {edge.valid_to.isoformat()}")
     invalidate_edge(edge, reason)

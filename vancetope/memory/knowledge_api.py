@@ -91,7 +91,11 @@ class KnowledgeEdgeViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="knowledge_edges_create",
         request=EdgeInput,
-        responses={201: KnowledgeEdgeObject, 200: KnowledgeEdgeObject, **errors(400, 401, 404)},
+        responses={
+            201: KnowledgeEdgeObject,
+            200: KnowledgeEdgeObject,
+            **errors(400, 401, 403, 404),
+        },
     )
     def create(self, request: Request) -> Response:
         """A person links two nodes they see (createdBy user). The same valid edge again is
@@ -101,6 +105,7 @@ class KnowledgeEdgeViewSet(viewsets.ViewSet):
         data = body.validated_data
         edge, created = graph.link_nodes(
             person_reach(request.user),
+            request.user,
             data["type"],
             data["fromId"],
             data["toId"],
@@ -121,7 +126,7 @@ class KnowledgeEdgeViewSet(viewsets.ViewSet):
     @extend_schema(
         operation_id="knowledge_edges_invalidate",
         request=InvalidateInput,
-        responses={200: KnowledgeEdgeObject, **errors(400, 401, 404, 409)},
+        responses={200: KnowledgeEdgeObject, **errors(400, 401, 403, 404, 409)},
     )
     @action(detail=True, methods=["post"])
     def invalidate(self, request: Request, edge_id: str) -> Response:
@@ -130,7 +135,7 @@ class KnowledgeEdgeViewSet(viewsets.ViewSet):
         body.is_valid(raise_exception=True)
         edge = graph.get_visible_edge(person_reach(request.user), edge_id)
         reason = body.validated_data["reason"] or f"invalidated by {request.user.get_username()}"
-        return Response(edge_data(graph.invalidate_visible_edge(edge, reason)))
+        return Response(edge_data(graph.invalidate_visible_edge(edge, request.user, reason)))
 
 
 class KnowledgeNodeViewSet(viewsets.ViewSet):
