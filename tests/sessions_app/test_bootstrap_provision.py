@@ -98,3 +98,16 @@ def test_a_project_of_another_tenant_is_refused_and_nothing_is_made(tmp_path: Pa
 def test_tenant_without_user_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="--tenant and --user go together"):
         run("--tenant", "Acme", "--token-file", str(tmp_path / "t"))
+
+
+def test_provisioning_without_a_role_keeps_the_role_a_membership_has(tmp_path: Path) -> None:
+    # given ana, admin of the tenant Acme
+    token = str(tmp_path / "ana.token")
+    run("--tenant", "Acme", "--user", "ana", "--tenant-role", "admin", "--token-file", token)
+    # when she is provisioned into a second project of the tenant, naming no role
+    printed = run("--tenant", "Acme", "--user", "ana", "--project", "Two", "--token-file", token)
+    # then she is still the tenant's admin, and a member of the new project
+    assert "project: proj_two" in printed
+    assert TenantMembership.objects.get(user__username="ana").role == Role.ADMIN
+    two = ProjectMembership.objects.get(project__slug="two", user__username="ana")
+    assert two.role == Role.MEMBER

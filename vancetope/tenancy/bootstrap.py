@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -78,6 +79,19 @@ class Provisioned:
     token_written: bool
 
 
+def _join(
+    membership: type[TenantMembership] | type[ProjectMembership],
+    where: dict[str, Any],
+    role: str | None,
+) -> None:
+    """The membership with `role`; without one, a new membership is a member's and an
+    existing one keeps its role."""
+    if role is None:
+        membership.objects.get_or_create(**where, defaults={"role": Role.MEMBER})
+    else:
+        membership.objects.update_or_create(**where, defaults={"role": role})
+
+
 def _slug(name: str, what: str) -> str:
     slug = slugify(name)
     if not slug:
@@ -92,15 +106,17 @@ def provision(
     username: str,
     token_file: Path,
     project_name: str = "",
-    role: str = Role.MEMBER,
-    tenant_role: str = Role.MEMBER,
+    role: str | None = None,
+    tenant_role: str | None = None,
 ) -> Provisioned:
     """A user in a tenant and one of its projects, with `role` in the project and
     `tenant_role` in the tenant, and an API token in `token_file`. Idempotent: an existing
-    tenant, project or user is joined, not duplicated, and their roles set as asked. A project
+    tenant, project or user is joined, not duplicated, and their roles set where asked; a role
+    not given is member for a new membership and kept for an existing one (provisioning a
+    tenant admin into another project does not make them a member of the tenant). A project
     name taken by another tenant (slugs are unique across the Brain) is refused."""
     for value, what in ((role, "role"), (tenant_role, "tenant-role")):
-        if value not in Role.values:
+        if value is not None and value not in Role.values:
             raise ValidationError(f"--{what} must be one of {', '.join(Role.values)}")
     created: list[str] = []
     tenant, new = Tenant.objects.get_or_create(
@@ -123,9 +139,7 @@ def provision(
         user.set_unusable_password()  # a machine or scripted user: it signs in with its token
         user.save(update_fields=["password"])
         created.append(f"user {username}")
-    TenantMembership.objects.update_or_create(
-        user=user, tenant=tenant, defaults={"role": tenant_role}
-    )
-    ProjectMembership.objects.update_or_create(user=user, project=project, defaults={"role": role})
+    _join(TenantMembership, {"user": user, "tenant": tenant}, tenant_role)
+    _join(ProjectMembership, {"user": user, "project": project}, role)
     written = _ensure_token(user, token_file, name=f"provisioned ({token_file})")
     return Provisioned(project, username, created, token_file, written)

@@ -37,11 +37,10 @@ class Command(BaseCommand):
             "--project",
             help="the tenant's project to join (made if new; default: the tenant's name)",
         )
+        kept = "(default: member when new; an existing membership keeps its role)"
+        parser.add_argument("--role", choices=Role.values, help=f"the role in the project {kept}")
         parser.add_argument(
-            "--role", choices=Role.values, default=Role.MEMBER, help="the role in the project"
-        )
-        parser.add_argument(
-            "--tenant-role", choices=Role.values, default=Role.MEMBER, help="the role in the tenant"
+            "--tenant-role", choices=Role.values, help=f"the role in the tenant {kept}"
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
