@@ -116,6 +116,9 @@ NAMES = [
         lambda: autobahn.twisted.websocket.WebSocketServerFactory(),
         "failByDrop",
     ),
+    # vancetope/infra/http_body.py (daphne, Twisted)
+    *names("daphne.http_protocol", lambda: daphne_http(), "WebRequest", "HTTPFactory"),
+    *names("daphne Server()", lambda: daphne_server(), "ready_callable"),
     # vancetope/infra/ratelimit_memory.py (limits)
     *names(
         "limits.storage.MemoryStorage",
@@ -139,6 +142,26 @@ def daphne_server() -> Any:
     from daphne.server import Server
 
     return Server(application=None, endpoints=["tcp:port=0"])
+
+
+def daphne_http() -> Any:
+    from daphne import http_protocol
+
+    return http_protocol
+
+
+def test_twisteds_request_takes_the_switch_that_turns_form_parsing_off():
+    from twisted.web.http import Request
+
+    assert "parsePOSTFormSubmission" in inspect.signature(Request.__init__).parameters
+
+
+def test_daphnes_run_makes_the_http_factory_whose_protocols_get_the_request_class():
+    from daphne.http_protocol import HTTPFactory
+    from daphne.server import Server
+
+    assert "self.http_factory = " in inspect.getsource(Server.run)
+    assert "protocol.requestFactory = " in inspect.getsource(HTTPFactory.buildProtocol)
 
 
 def test_daphnes_run_makes_the_websocket_factory_the_close_option_is_set_on():

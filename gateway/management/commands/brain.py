@@ -26,6 +26,7 @@ from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
 from sessions_app.socket_bindings import bound_sessions
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
+from vancetope.infra.http_body import keep_bodies_whole
 from vancetope.infra.websocket_close import close_with_a_code
 from vancetope.llm.factory import describe_provider, get_provider
 from vancetope.llm.scripted import ScriptedProvider, bundled_script_name
@@ -143,6 +144,7 @@ class Command(BaseCommand):
             application_close_timeout=120,
         )
         close_with_a_code(server)
+        keep_bodies_whole(server)
         try:
             server.run()
         finally:
