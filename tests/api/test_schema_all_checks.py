@@ -38,8 +38,8 @@ KNOWN = {
     # The tools a recipe adds or removes and the roles it names must exist: the tenant's own
     # tools (MCP servers, client tools) are rows, not a list the document can give.
     "POST /api/recipes: positive_data_acceptance",
-    # A text, Markdown or PDF upload as multipart, or JSON content: the multipart file field
-    # and the one-of-content-or-file rule are not stated yet.
+    # A multipart upload's file must be UTF-8 text or a PDF with text in it: the document
+    # states a binary file (`format: binary`), and its generator sends any bytes.
     "POST /api/documents: positive_data_acceptance",
     # `session` or `project` (one of two query parameters) is required: OpenAPI cannot require
     # one of two parameters.

@@ -102,13 +102,23 @@ class ItemChange(InputSerializer):
     tags = serializers.ListField(child=TextField(), required=False)
 
 
-class DocumentInput(InputSerializer):
+class DocumentText(InputSerializer):
+    """A document sent as JSON: its text."""
+
     project = serializers.CharField(help_text="the project, proj_…")
     title = serializers.CharField(required=False, allow_blank=True, default="")
-    content = serializers.CharField(required=False, trim_whitespace=False)
+    content = serializers.CharField(trim_whitespace=False)
+    mediaType = serializers.CharField(required=False, default="text/markdown")
+
+
+class DocumentUpload(InputSerializer):
+    """A document sent as multipart/form-data: a file."""
+
+    project = serializers.CharField(help_text="the project, proj_…")
+    title = serializers.CharField(required=False, allow_blank=True, default="")
     mediaType = serializers.CharField(required=False, default="text/markdown")
     file = serializers.FileField(
-        required=False, help_text="multipart: a text, Markdown or PDF file (PDF: the pdf extra)"
+        help_text="a UTF-8 text or Markdown file, or a PDF (the pdf extra)"
     )
 
 
@@ -279,11 +289,12 @@ class DocumentViewSet(viewsets.ViewSet):
         return paginated(request, self, rows, document_data)
 
     @extend_schema(
-        request={"application/json": DocumentInput, "multipart/form-data": DocumentInput},
+        request={"application/json": DocumentText, "multipart/form-data": DocumentUpload},
         responses={201: DocumentObject, **errors(400, 401, 403, 404)},
     )
     def create(self, request: Request) -> Response:
-        body = DocumentInput(data=request.data)
+        multipart = request.content_type.startswith("multipart/form-data")
+        body = (DocumentUpload if multipart else DocumentText)(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         project = get_visible_project(request.user, data["project"])
@@ -300,11 +311,9 @@ class DocumentViewSet(viewsets.ViewSet):
                 request.user,
             )
             return Response(document_data(document), status=201)
-        if "content" in data:
-            content = data["content"]
-        else:
-            raise BadRequest("send content or a file", error="content", field="content")
-        document = documents.create_document(project, title, content, media_type, request.user)
+        document = documents.create_document(
+            project, title, data["content"], media_type, request.user
+        )
         return Response(document_data(document), status=201)
 
     @extend_schema(responses={200: DocumentObject, **errors(401, 404)})
