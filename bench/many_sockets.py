@@ -18,6 +18,10 @@ The Brain's memory (VmRSS, and VmHWM = peak RSS, from /proc) is read when it is 
 all sockets are connected, and after the last reply.
 
     .venv/bin/python bench/many_sockets.py [--sessions 1000] [--interval 60] [--duration 120]
+    .venv/bin/python bench/many_sockets.py --sessions 300 --interval 0 --duration 20 --budget 150
+
+With `--interval 0` each session sends its next chat as soon as its last one is answered: the
+Brain serves as fast as it can, and served/s is its capacity with that many sockets.
 
 See bench/README.md.
 """
@@ -130,6 +134,23 @@ class Client:
             await self.ws.send(request_frame("chat", f"c{turn}", {"text": text}))
             turn += 1
 
+    async def chat_closed_loop(self, start: float, args: argparse.Namespace) -> None:
+        """--interval 0: the next chat as soon as the last one is answered, until the
+        duration is over (what the Brain can serve, not what a schedule offers)."""
+        await asyncio.sleep(max(0.0, start - time.perf_counter()))
+        turn = 0
+        while time.perf_counter() - start < args.duration:
+            text = f"socket {self.index} chat {turn}"
+            self.sent[text] = time.perf_counter()
+            self.all_answered.clear()
+            self.sent_count += 1
+            await self.ws.send(request_frame("chat", f"c{turn}", {"text": text}))
+            turn += 1
+            try:
+                await asyncio.wait_for(self.all_answered.wait(), args.reply_timeout)
+            except TimeoutError:
+                return  # counted as unanswered
+
     async def close(self) -> None:
         self.closing = True
         await self.ws.close()
@@ -210,7 +231,8 @@ async def run(brain: BenchBrain, token: str, args: argparse.Namespace) -> dict[s
         with PySpy(brain.pid, args.py_spy):
             cpu_before = brain.cpu_seconds()
             start = time.perf_counter() + 0.5
-            await asyncio.gather(*(client.chat_on_schedule(start, args) for client in clients))
+            chat = Client.chat_closed_loop if args.interval == 0 else Client.chat_on_schedule
+            await asyncio.gather(*(chat(client, start, args) for client in clients))
             answered = asyncio.gather(*(client.all_answered.wait() for client in clients))
             try:
                 await asyncio.wait_for(answered, args.reply_timeout)
@@ -268,10 +290,14 @@ def report(
     start, connected, end = row["memory_start"], row["memory_connected"], row["memory_end"]
     per_socket_kib = (connected["rss"] - start["rss"]) * 1024 / max(1, row["connected"])
     print()
+    offered = (
+        "each session's next chat as soon as its last is answered"
+        if args.interval == 0
+        else f"one chat per session every {args.interval:g} s (staggered)"
+    )
     print(
-        f"{args.sessions} websocket sessions held by one Brain, one chat per session every "
-        f"{args.interval:g} s (staggered) for {args.duration:g} s; ford, scripted provider "
-        "(zero latency)"
+        f"{args.sessions} websocket sessions held by one Brain, {offered} for "
+        f"{args.duration:g} s; ford, scripted provider (zero latency)"
     )
     print(
         "Brain: `manage.py brain` OS process, embedded default (SQLite, in-memory channel "
@@ -309,6 +335,15 @@ def report(
         f"{peak_rss_mb():.1f} MB; Brain started in {brain.healthy_after:.2f} s"
     )
     print_log_warnings(row["log_warnings"])
+    served = (row["sent"] - row["unanswered"]) / row["served_seconds"]
+    if args.budget:
+        verdict = "met" if served >= args.budget else "NOT met"
+        print(
+            f"budget >= {args.budget:g} turns/s served with {row['connected']} sockets: "
+            f"{verdict} ({served:.1f})"
+        )
+        if args.strict and served < args.budget:
+            problems.append(f"served {served:.1f} turns/s, the budget is {args.budget:g}")
     print(
         "connect s = all sockets opened and session-create answered "
         f"({args.connect_concurrency} at a time); turns/s = sent / duration; p50/p99 (nearest "
@@ -329,7 +364,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--sessions", type=int, default=1000, help="sockets, one session each")
     parser.add_argument(
-        "--interval", type=float, default=60.0, help="seconds between two chats of one session"
+        "--interval",
+        type=float,
+        default=60.0,
+        help="seconds between two chats of one session (0: the next as soon as one is answered)",
     )
     parser.add_argument(
         "--duration",
@@ -356,14 +394,21 @@ def main() -> int:
         help="seconds after closing until every session must be SUSPENDED",
     )
     parser.add_argument(
+        "--budget",
+        type=float,
+        default=0.0,
+        help="turns/s the Brain must serve (printed met or not; 0: none)",
+    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when --budget is not met")
+    parser.add_argument(
         "--py-spy",
         metavar="PATH",
         help="record the Brain with py-spy while chatting (.txt: raw collapsed stacks, .json: "
         "speedscope, else SVG)",
     )
     args = parser.parse_args()
-    if args.sessions < 1 or args.interval <= 0 or args.duration <= 0:
-        parser.error("--sessions must be >= 1, --interval and --duration > 0")
+    if args.sessions < 1 or args.interval < 0 or args.duration <= 0:
+        parser.error("--sessions must be >= 1, --interval >= 0, --duration > 0")
     # Each socket is a file descriptor in the client and in the Brain; the Brain inherits this.
     args.nofile = raise_open_files_limit(args.sessions + 512)
     if args.nofile < args.sessions + 64:
