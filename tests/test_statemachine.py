@@ -3,6 +3,7 @@ compare-and-swap that moves a row once and records it."""
 
 from __future__ import annotations
 
+import importlib
 from enum import StrEnum
 
 import pytest
@@ -57,3 +58,29 @@ def test_a_move_writes_and_records_once_and_a_second_from_the_old_status_writes_
     assert first.status == SessionStatus.CLOSED
     assert second.status == SessionStatus.OPEN
     assert SessionTransition.objects.filter(session_id=session.pk, call="close").count() == 1
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["processes.states", "sessions_app.transitions", "inbox.transitions",
+     "triggers.transitions", "spaces.transitions"],
+)  # fmt: skip
+def test_every_app_declares_its_table_of_calls_on_the_shared_machine(module: str) -> None:
+    table = importlib.import_module(module).TRANSITIONS
+    # one rule of the shared machine per call, each leading to a status of the app's own
+    assert table
+    for call, rule in table.items():
+        assert isinstance(call, StrEnum)
+        assert isinstance(rule, Rule)
+        assert rule.allowed_from
+
+
+def test_a_runs_calls_lead_where_the_table_says_and_a_choice_only_to_an_outcome() -> None:
+    from triggers import transitions
+    from triggers.models import RunStatus
+
+    assert transitions.target(transitions.RunCall.WAKE) == RunStatus.RUNNING
+    assert transitions.source(transitions.RunCall.FINISH) == RunStatus.RUNNING
+    assert transitions.target(transitions.RunCall.FINISH, RunStatus.BLOCKED) == RunStatus.BLOCKED
+    with pytest.raises(AssertionError, match="finish cannot lead to"):
+        transitions.target(transitions.RunCall.FINISH, RunStatus.RUNNING)

@@ -8,8 +8,12 @@ nothing written if another got there first) and records the change as a row of i
 `TransitionRecord` model (vancetope/transition_record.py), in the same transaction as the
 event it stores.
 
-Processes keep their fenced, hot-path writer (processes/transitions.py: the lane's lease and
-the turn's counted statements) on the same table type.
+Every app declares its table here (processes/states.py, sessions_app, inbox, triggers and
+spaces' transitions modules; tests/test_statemachine.py checks each). Three writers keep a
+compare-and-swap of their own on that table, each for a reason: processes (fenced by the lane's
+lease, in the turn's counted statements: processes/transitions.py), a run's finish and rest
+(fastsql on the webhook and turn paths: triggers/transitions.py) and a thinking space (one
+swap on the space's revision for a whole mutation of its nodes: spaces/transitions.py).
 """
 
 from __future__ import annotations
