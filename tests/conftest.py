@@ -47,6 +47,22 @@ def pytest_configure(config: pytest.Config) -> None:
     keep_derived_rows_when_flushing()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test marked `embedded_brain` runs only in the SQLite run of .ci/run: it must not use
+    the run's own database, or the PostgreSQL run would leave out a test of PostgreSQL."""
+    for item in items:
+        if item.get_closest_marker("embedded_brain") is None:
+            continue
+        uses_database = item.get_closest_marker("django_db") is not None or bool(
+            {"db", "transactional_db"} & set(getattr(item, "fixturenames", ()))
+        )
+        if uses_database:
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked embedded_brain but uses the run's database: "
+                "the PostgreSQL + Redis run would leave it out"
+            )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _end_stray_connections(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """Channels runs thread-sensitive database calls on one long-lived executor thread, which

@@ -49,7 +49,7 @@ KNOWN = {
     "POST /api/workflows/{workflow_id}/run: positive_data_acceptance",
 }
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.embedded_brain]
 
 
 def body_breaks_document(document: dict[str, Any], case: Any) -> bool:

@@ -9,6 +9,8 @@ import pytest
 from tests.support.rest_commands import FINGERPRINT, run_vance
 from tests.support.waiting import wait_until
 
+pytestmark = pytest.mark.embedded_brain
+
 
 @pytest.fixture
 def session_id(brain) -> str:  # noqa: F811

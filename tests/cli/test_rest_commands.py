@@ -10,9 +10,13 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.e2e.brain import Brain, free_port, post_inbox_item
 from tests.support.rest_commands import FINGERPRINT, run_vance
 from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.embedded_brain
 
 
 def test_lifecycle_commands_drive_a_process_and_explain_a_409(brain, config_dir: Path):

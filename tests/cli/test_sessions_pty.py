@@ -9,9 +9,13 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli.terminal import Terminal
 from tests.e2e.brain import Brain
 from tests.support.vance_pty import Setup, login, vance_env
+
+pytestmark = pytest.mark.embedded_brain
 
 WIDTH = 80
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.cli.terminal import Terminal
 from tests.e2e.brain import Brain
 from tests.support.vance_pty import Setup, login, remembered_session, vance
+
+pytestmark = pytest.mark.embedded_brain
 
 
 def test_undo_puts_the_message_back_into_the_input_line_and_enter_sends_it_again(

@@ -15,6 +15,8 @@ from tests.e2e.brain import Brain
 from tests.support.vance_pty import Setup, login, remembered_session, vance, vance_env
 from vance.config import CONFIG_FILE
 
+pytestmark = pytest.mark.embedded_brain
+
 
 @pytest.mark.crash
 def test_chat_streams_the_reply_and_resumes_its_session_after_a_brain_restart(setup: Setup):

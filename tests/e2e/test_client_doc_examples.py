@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
 from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.embedded_brain
 
 CLIENTS = (ROOT / "docs" / "clients.md").read_text()
 

@@ -13,6 +13,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from tests.e2e.brain import Brain, bootstrap, brain_env, free_port
 
+pytestmark = pytest.mark.embedded_brain
+
 FINGERPRINT = {"machineId": "frame-machine", "workingDir": "/srv/frames"}
 FRAME_TEXT = "x" * (1024 * 1024 + 512 * 1024)  # 1.5 MiB
 

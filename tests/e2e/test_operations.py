@@ -15,6 +15,8 @@ import pytest
 
 from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
 
+pytestmark = pytest.mark.embedded_brain
+
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

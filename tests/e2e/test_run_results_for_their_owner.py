@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, poll
 from tests.support.marvin import worker
+
+pytestmark = pytest.mark.embedded_brain
 
 FINGERPRINT = {"machineId": "runs-machine", "workingDir": "/srv/runs"}
 WORKFLOW = {

@@ -7,7 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.e2e.brain import ROOT, brain_env
+
+pytestmark = pytest.mark.embedded_brain
 
 # The scheduler's thread is left to die with the process (its database is not migrated here).
 CHECK = """

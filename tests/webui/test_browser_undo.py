@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.browser import CHROMIUM, MISSING, screenshot
 
+pytestmark = pytest.mark.embedded_brain
+
 if not CHROMIUM.exists():
     pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")

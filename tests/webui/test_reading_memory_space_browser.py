@@ -60,7 +60,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need
 expect = sync_api.expect
 # The tests of this module walk one tab through one Brain, each going on from where the last
 # left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = pytest.mark.random_order(disabled=True)
+pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
 
 
 @pytest.fixture(scope="module")
