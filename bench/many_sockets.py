@@ -120,6 +120,13 @@ class Client:
         if not self.sent:
             self.all_answered.set()
 
+    async def send_chat(self, turn: int) -> None:
+        text = f"socket {self.index} chat {turn}"
+        self.sent[text] = time.perf_counter()
+        self.all_answered.clear()
+        self.sent_count += 1
+        await self.ws.send(request_frame("chat", f"c{turn}", {"text": text}))
+
     async def chat_on_schedule(self, start: float, args: argparse.Namespace) -> None:
         offset = self.index * args.interval / args.sessions
         turn = 0
@@ -127,11 +134,7 @@ class Client:
             delay = start + offset + turn * args.interval - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            text = f"socket {self.index} chat {turn}"
-            self.sent[text] = time.perf_counter()
-            self.all_answered.clear()
-            self.sent_count += 1
-            await self.ws.send(request_frame("chat", f"c{turn}", {"text": text}))
+            await self.send_chat(turn)
             turn += 1
 
     async def chat_closed_loop(self, start: float, args: argparse.Namespace) -> None:
@@ -140,11 +143,7 @@ class Client:
         await asyncio.sleep(max(0.0, start - time.perf_counter()))
         turn = 0
         while time.perf_counter() - start < args.duration:
-            text = f"socket {self.index} chat {turn}"
-            self.sent[text] = time.perf_counter()
-            self.all_answered.clear()
-            self.sent_count += 1
-            await self.ws.send(request_frame("chat", f"c{turn}", {"text": text}))
+            await self.send_chat(turn)
             turn += 1
             try:
                 await asyncio.wait_for(self.all_answered.wait(), args.reply_timeout)

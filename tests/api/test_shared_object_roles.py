@@ -226,6 +226,15 @@ def test_only_admins_link_and_invalidate_project_knowledge_members_read_it(
         assert list(edges) == [("supports", None)]
 
 
+def nightly(chat_id: int) -> dict[str, Any]:
+    """A cron job's body: continue the chat `chat_id` every night."""
+    return {
+        "name": "nightly",
+        "schedule": "0 3 * * *",
+        "action": {"type": "process_continue", "processId": f"tp_{chat_id}"},
+    }
+
+
 def own_chat(who: Caller, alice: Tenancy) -> int:
     session = create_session(
         who.user,
@@ -245,11 +254,7 @@ def test_only_admins_of_the_project_create_cron_jobs_in_it(
     # given a caller's own chat process in alice's project
     who = caller(role, alice, bob)
     chat_id = own_chat(who, alice)
-    body = {
-        "name": "nightly",
-        "schedule": "0 3 * * *",
-        "action": {"type": "process_continue", "processId": f"tp_{chat_id}"},
-    }
+    body = nightly(chat_id)
     # when they schedule it
     answer = who.api.post("/api/cron-jobs", body, format="json")
     # then admins may; a member is refused and nothing is scheduled
@@ -264,11 +269,7 @@ def test_a_member_who_lost_admin_no_longer_changes_or_deletes_their_cron_job(
     # given a project admin's cron job, then their role lowered to member
     who = caller(PROJECT_ADMIN, alice, bob)
     chat_id = own_chat(who, alice)
-    body = {
-        "name": "nightly",
-        "schedule": "0 3 * * *",
-        "action": {"type": "process_continue", "processId": f"tp_{chat_id}"},
-    }
+    body = nightly(chat_id)
     made = who.api.post("/api/cron-jobs", body, format="json")
     assert made.status_code == 201, made.json()
     who.user.project_memberships.update(role="member")
@@ -289,11 +290,7 @@ def test_who_does_not_see_the_project_cannot_schedule_its_processes(
     admin = caller(TENANT_ADMIN, alice, bob)
     chat_id = own_chat(admin, alice)
     who = caller(role, alice, bob)
-    body = {
-        "name": "nightly",
-        "schedule": "0 3 * * *",
-        "action": {"type": "process_continue", "processId": f"tp_{chat_id}"},
-    }
+    body = nightly(chat_id)
     # when an admin of another project, or a user of another tenant, schedules it
     answer = who.api.post("/api/cron-jobs", body, format="json")
     # then it is not found for them, and nothing is scheduled
