@@ -26,6 +26,7 @@ from tests.e2e.brain import (
     run_services,
 )
 from tests.support.browser import CHROMIUM, open_tab, screenshot
+from tests.support.waiting import wait_until
 
 PASSWORD = "pw-space-map"
 STORED = "vancetope.interactive.session"
@@ -217,8 +218,9 @@ def test_the_branch_map_colours_each_state_and_its_controls_work(page, brain):
     # when: the screen is phone-sized
     page.set_viewport_size({"width": 390, "height": 844})
     # then: the map fits the width and a node can still be selected
-    box = page.locator("#space-map svg").bounding_box()
-    assert box is not None
+    # (the map may still be drawn again for a space-state event of the opened session: its
+    # box is read once the drawn map is on the page)
+    box = wait_until(lambda: page.locator("#space-map svg").bounding_box(), timeout=20)
     assert box["width"] <= 390
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     node_of(page, "Gray").click()
