@@ -1,4 +1,4 @@
-"""The roles matrix of the README ("Roles inside a tenant"), every cell through REST.
+"""The roles matrix of the README ("Roles"), every cell through REST.
 
 Columns: a tenant admin, an admin of the project, an admin of another project of the same
 tenant, a plain member of the project, a user of another tenant. Each cell names what the

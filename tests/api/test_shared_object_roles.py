@@ -1,4 +1,4 @@
-"""The roles matrix of a project's shared objects (README "Roles inside a tenant"): members
+"""The roles matrix of a project's shared objects (README "Roles"): members
 read and run webhooks, workflows, documents and project memory (its knowledge graph too);
 only admins of the project (or its tenant) create, change, rotate or delete them; a refusal
 is a 403 (404 for who does not see the project) and changes nothing. Cron jobs belong to

@@ -1,4 +1,4 @@
-"""The callers of the roles matrices (README "Roles inside a tenant"): a tenant admin, an
+"""The callers of the roles matrices (README "Roles"): a tenant admin, an
 admin of the project, an admin of another project of the same tenant, a plain member of the
 project and a user of another tenant, each with an API client."""
 
