@@ -21,6 +21,22 @@ class ConversationBuffer:
         self.new_messages: list[LlmMessage] = []
 
     def history(self) -> list[LlmMessage]:
+        return [*self._committed(), *self.new_messages]
+
+    def remember_committed(self) -> None:
+        """The lane committed the new messages: keep the whole history for the next turn."""
+        process = self._process
+        before = self._committed()
+        conversation_cache.put(
+            process.pk,
+            process.conversation_epoch,
+            before + tuple(self.new_messages),
+            process.conversation_length,
+            extends=before,
+        )
+
+    def _committed(self) -> tuple[LlmMessage, ...]:
+        """The stored history, read once per buffer (from the cache when it is there)."""
         if self._history is None and self._process.conversation_length == 0:
             self._history = ()  # a new process (a spawned worker) has nothing stored to read
         if self._history is None:
@@ -36,21 +52,7 @@ class ConversationBuffer:
                     self._history,
                     process.conversation_length,
                 )
-        return [*self._history, *self.new_messages]
-
-    def remember_committed(self) -> None:
-        """The lane committed the new messages: keep the whole history for the next turn."""
-        process = self._process
-        self.history()  # the committed history is read (a new process's is empty)
-        before = self._history
-        assert before is not None
-        conversation_cache.put(
-            process.pk,
-            process.conversation_epoch,
-            before + tuple(self.new_messages),
-            process.conversation_length,
-            extends=before,
-        )
+        return self._history
 
     def _load(self) -> tuple[LlmMessage, ...]:
         """The stored messages the LLM is sent: all but those an undo took back."""
