@@ -16,6 +16,8 @@ from typing import Any
 
 from daphne.http_protocol import WebRequest
 
+from vancetope.infra.websocket_close import when_ready
+
 
 class WholeBodyRequest(WebRequest):
     """daphne's request, with Twisted's POST form parsing off (the body stays in `content`
@@ -28,9 +30,8 @@ class WholeBodyRequest(WebRequest):
 def keep_bodies_whole(server: Any) -> None:
     """Make `server` (a daphne Server, not yet run) build its HTTP connections' requests as
     WholeBodyRequest."""
-    earlier = server.ready_callable
 
-    def ready() -> None:
+    def wrap_the_factory() -> None:
         factory = server.http_factory
         build = factory.buildProtocol
 
@@ -41,7 +42,5 @@ def keep_bodies_whole(server: Any) -> None:
             return protocol
 
         factory.buildProtocol = build_protocol
-        if earlier is not None:
-            earlier()
 
-    server.ready_callable = ready
+    when_ready(server, wrap_the_factory)

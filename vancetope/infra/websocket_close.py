@@ -10,17 +10,24 @@ server listens (`ready_callable`), before any connection copies the factory's op
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+
+def when_ready(server: Any, step: Callable[[], None]) -> None:
+    """Run `step` once `server` (a daphne Server, not yet run) listens, before the reactor
+    takes a connection, then whatever was to run then before (daphne's `ready_callable`)."""
+    earlier = server.ready_callable
+
+    def ready() -> None:
+        step()
+        if earlier is not None:
+            earlier()
+
+    server.ready_callable = ready
 
 
 def close_with_a_code(server: Any) -> None:
     """Make `server` (a daphne Server, not yet run) close failed WebSocket connections with a
     close frame and its code."""
-    earlier = server.ready_callable
-
-    def ready() -> None:
-        server.ws_factory.setProtocolOptions(failByDrop=False)
-        if earlier is not None:
-            earlier()
-
-    server.ready_callable = ready
+    when_ready(server, lambda: server.ws_factory.setProtocolOptions(failByDrop=False))
