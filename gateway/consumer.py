@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 class BrainConsumer(AsyncWebsocketConsumer):
     session_id: int | None = None
+    # The session's bind this socket made (Session.binding): its disconnect applies to it only.
+    binding = 0
     last_seq = 0
     auth_groups: tuple[str, ...] = ()
 
@@ -107,7 +109,9 @@ class BrainConsumer(AsyncWebsocketConsumer):
             log.info("sess_%s is held by another socket: no disconnect policy", session_id)
             return
         try:
-            await call_service(sessions.disconnect_session, session_id)
+            await call_service(
+                sessions.disconnect_session, session_id, binding=self.binding
+            )
         except Exception:
             log.exception("disconnect policy of sess_%s failed", session_id)
 
@@ -206,6 +210,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
         if self.session_id != session.pk:
             socket_bindings.bind(session.pk)
         self.session_id = session.pk
+        self.binding = session.binding
         self.last_seq = last_seq
         await self.channel_layer.group_add(group_name(session.pk), self.channel_name)
 

@@ -181,3 +181,9 @@ def chat_process_of(session_id: int) -> int | None:
 
 def forget_chat_process(session_id: int) -> None:
     _sessions.pop(session_id, None)
+
+
+def forget_sessions() -> None:
+    """Drop every cached session's facts (tests: SQLite hands a rolled-back test's ids out
+    again, so the next test's session of the same id may be another user's or project's)."""
+    _sessions.clear()

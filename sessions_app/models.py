@@ -81,6 +81,10 @@ class Session(models.Model):
     )
     # The seq of the last event written for this session; events are numbered 1, 2, 3, …
     last_seq = models.PositiveBigIntegerField(default=0)
+    # Which bind of a client the session is at: every resume raises it. A socket that leaves
+    # applies the disconnect policy only to the bind it made, so a reloaded page's new socket,
+    # resumed before the old socket's disconnect is handled, keeps its session open.
+    binding = models.PositiveBigIntegerField(default=0)
     last_activity_at = models.DateTimeField(default=timezone.now)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)

@@ -47,10 +47,16 @@ def check(call: SessionCall, status: str, label: str) -> Rule[SessionStatus]:
 
 
 def apply(
-    session: Session, call: SessionCall, *, cause: str = "", changes: dict[str, Any] | None = None
+    session: Session,
+    call: SessionCall,
+    *,
+    cause: str = "",
+    changes: dict[str, Any] | None = None,
+    binding: int | None = None,
 ) -> bool:
     """Move the session from the status it was read in; False (nothing written) if another
-    caller moved it first. `changes` are written in the same statement."""
+    caller moved it first. `changes` are written in the same statement. `binding`: only if
+    the session is still at that bind of a client (Session.binding)."""
     rule = check(call, session.status, session.public_id)
     now = timezone.now()
     written: dict[str, Any] = {**(changes or {}), "status": rule.target(), "suspend_cause": cause}
@@ -65,7 +71,8 @@ def apply(
         at=now,
     )
     with transaction.atomic():
-        if not statemachine.move(session, session.status, written, record):
+        where = None if binding is None else {"binding": binding}
+        if not statemachine.move(session, session.status, written, record, where=where):
             return False
         emit_event(session.pk, *event(SessionStatusEvent(status=rule.target())))
     return True

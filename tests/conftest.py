@@ -25,7 +25,7 @@ from processes.lane import dispatch, interrupts
 from processes.lane.driver import drive_lane
 from processes.lane.worker import shutdown_worker
 from processes.models import ThinkProcess
-from processes.queries import forget_chat_process
+from processes.queries import forget_chat_process, forget_sessions
 from processes.states import Status
 from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
@@ -95,9 +95,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _inprocess_worker(settings: Any) -> Iterator[None]:
     settings.VANCETOPE_WORKER = "inprocess"
     reset_provider_cache()
-    # Revisions and session ids start again with every test's database: a worker's cached
-    # settings of an earlier test must not answer for this one's.
+    # Revisions and ids start again with every test's database (SQLite hands the ids of a
+    # rolled-back test out again): a worker's cached settings, session facts and tool
+    # verdicts of an earlier test must not answer for this one's.
     forget_cached_settings()
+    forget_sessions()
+    tool_health.forget_cached()
     # Every test starts with no rate-limit counts (user ids are reused across tests).
     ratelimit.reset()
     # Nor with the conversations earlier tests' turns kept (their byte budget is shared).

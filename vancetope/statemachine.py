@@ -67,12 +67,16 @@ def move(
     record: models.Model | None = None,
     *,
     status_field: str = "status",
+    where: dict[str, Any] | None = None,
 ) -> bool:
     """Compare-and-swap: write `written` to `row` only if it is still in `from_status`, then
     save `record` (its transition row) and set the written fields on `row`. True if this caller
     moved it; False, and nothing written, if another caller moved it first. Call inside the
-    transaction that stores the change's event."""
-    rows = type(row)._default_manager.filter(pk=row.pk, **{status_field: from_status})
+    transaction that stores the change's event. `where`: more columns the row must still hold
+    (the same compare-and-swap)."""
+    rows = type(row)._default_manager.filter(
+        pk=row.pk, **{status_field: from_status}, **(where or {})
+    )
     if rows.update(**written) != 1:
         return False
     if record is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from processes.actions import lifecycle
@@ -164,13 +165,12 @@ def resume_session(
         "user_home": session.user_home or fingerprint.user_home,
         "os_user": session.os_user or fingerprint.os_user,
         "last_activity_at": timezone.now(),
+        # A new bind: the socket that held the session before no longer applies its
+        # disconnect policy to it (disconnect_session).
+        "binding": F("binding") + 1,
     }
-    if session.status == SessionStatus.SUSPENDED:
-        if not transitions.apply(session, transitions.SessionCall.RESUME, changes=bind):
-            raise Conflict(f"session {session.public_id} changed meanwhile; try again")
-    else:
-        # Already OPEN (another socket of the same client): a rebind, not a status change.
-        Session.objects.filter(pk=session.pk).update(**bind)
+    if not _bind(session, bind):
+        raise Conflict(f"session {session.public_id} changed meanwhile; try again")
     suspended = session.processes.filter(status=Status.SUSPENDED)
     if drift:
         # Client tools would now point at another directory: the user decides per process.
@@ -181,6 +181,23 @@ def resume_session(
     session.refresh_from_db()
     missed = events_since(session.pk, since_seq) if since_seq is not None else []
     return Resumed(session, list(session.processes.order_by("pk")), missed)
+
+
+def _bind(session: Session, bind: dict[str, Any], attempts: int = 3) -> bool:
+    """Write a resume's bind: SUSPENDED → OPEN, or on an OPEN session (another socket of the
+    same client, a reloaded page) the bind alone, on the status it was read in. A disconnect
+    that suspends the session meanwhile is met by reading it again."""
+    for _ in range(attempts):
+        if session.status == SessionStatus.SUSPENDED:
+            if transitions.apply(session, transitions.SessionCall.RESUME, changes=bind):
+                return True
+        elif session.status == SessionStatus.OPEN:
+            if Session.objects.filter(pk=session.pk, status=SessionStatus.OPEN).update(**bind):
+                return True
+        else:
+            raise Conflict(f"session {session.public_id} is {session.status}")
+        session.refresh_from_db(fields=["status"])
+    return False
 
 
 def close_session(session_id: int) -> Session:
@@ -200,40 +217,63 @@ def close_session(session_id: int) -> Session:
     return session
 
 
-def suspend_session(session_id: int, cause: SuspendCause) -> Session:
+def suspend_session(
+    session_id: int, cause: SuspendCause, binding: int | None = None
+) -> Session:
     """Suspend the session and its chat process; with `on_suspend` SUSPEND_ALL, every process
     of it that can be suspended. By default (KEEP) the long-lived work the person started
-    from the session keeps running: closing a tab does not freeze a deep think."""
+    from the session keeps running: closing a tab does not freeze a deep think. `binding`:
+    only while the session is still at that bind of a client (a disconnect's)."""
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session
-    if transitions.apply(session, transitions.SessionCall.SUSPEND, cause=cause):
-        open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
-            status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]
-        )
-        if session.on_suspend != SuspendPolicy.SUSPEND_ALL:
-            open_processes = open_processes.filter(pk=session.chat_process_id or 0)
-        for process_id in open_processes.values_list("pk", flat=True):
+    if not transitions.apply(session, transitions.SessionCall.SUSPEND, cause=cause, binding=binding):
+        return Session.objects.get(pk=session_id)
+    open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
+        status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]
+    )
+    if session.on_suspend != SuspendPolicy.SUSPEND_ALL:
+        open_processes = open_processes.filter(pk=session.chat_process_id or 0)
+    suspended: list[int] = []
+    for process_id in open_processes.values_list("pk", flat=True):
+        try:
+            lifecycle.suspend_process(process_id)
+        except Conflict:
+            continue  # its status changed meanwhile; suspend is then not needed
+        suspended.append(process_id)
+    session = Session.objects.get(pk=session_id)
+    if binding is not None and session.binding != binding and suspended:
+        # A client resumed the session while its processes were being suspended: the resume
+        # found them not suspended yet, so they are resumed here, as it would have.
+        for process_id in suspended:
             try:
-                lifecycle.suspend_process(process_id)
+                lifecycle.resume_process(process_id)
             except Conflict:
-                continue  # its status changed meanwhile; suspend is then not needed
-    return Session.objects.get(pk=session_id)
+                continue  # moved on meanwhile (the client's own resume, a stop)
+    return session
 
 
-def disconnect_session(session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT) -> Session:
-    """The bound client went away (or the server stops): apply the on_disconnect property."""
-    # Its tools went with it: calls it still owes fail now, and no pool offers them until a
-    # client registers tools again.
+def disconnect_session(
+    session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT, binding: int | None = None
+) -> Session:
+    """The bound client went away (or the server stops): apply the on_disconnect property.
+    `binding`: the bind of the socket that left (Session.binding); if a client has resumed
+    the session since (a reloaded page's new socket), nothing is changed."""
+    held = Session.objects.filter(pk=session_id)
+    if binding is not None:
+        held = held.filter(binding=binding)
+    # Its tools went with it: no pool offers them until a client registers tools again, and
+    # the calls it still owes fail now.
+    if not held.update(client_tools=[]):
+        return Session.objects.get(pk=session_id)
     fail_outstanding_client_calls(session_id, "the client disconnected before answering")
-    Session.objects.filter(pk=session_id).update(client_tools=[])
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session
     if session.on_disconnect == DisconnectPolicy.CLOSE:
         return close_session(session_id)
     if session.on_disconnect == DisconnectPolicy.SUSPEND:
-        return suspend_session(session_id, cause)
+        return suspend_session(session_id, cause, binding)
     return session
 
 

@@ -6,19 +6,21 @@ from __future__ import annotations
 
 import pytest
 
+from processes.actions import lifecycle
 from processes.actions.create import create_process
 from processes.actions.sessions import create_session, disconnect_session, resume_session
 from processes.actions.steer import steer_process
 from processes.models import ConversationMessage, ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session, SessionStatus, SuspendCause
-from sessions_app.services import FingerprintData
+from sessions_app.services import FingerprintData, register_tools
 from tests.support.tenancy import Tenancy
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 FINGERPRINT = FingerprintData(machine_id="m-1", working_dir="/work")
+TOOL = {"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}
 
 
 def session_with_work(alice: Tenancy, on_suspend: str | None = None) -> tuple[Session, int]:
@@ -77,3 +79,54 @@ def test_suspend_all_suspends_every_process_of_the_session(alice: Tenancy) -> No
     assert (status(session.chat_process_id), status(work)) == (Status.SUSPENDED,) * 2
     resume_session(alice.user, session.pk, FINGERPRINT, None)
     assert (status(session.chat_process_id), status(work)) == (Status.IDLE,) * 2
+
+
+def test_a_disconnect_of_a_socket_whose_session_was_resumed_since_changes_nothing(
+    alice: Tenancy,
+) -> None:
+    # given a cli session bound by one socket, then resumed by a second one (a reloaded page)
+    # that registered its tools
+    session = create_session(
+        alice.user, client_type="cli", project_id=alice.project_id, fingerprint=FINGERPRINT
+    )
+    first_binding = session.binding
+    resumed = resume_session(alice.user, session.pk, FINGERPRINT, None).session
+    assert resumed.binding != first_binding
+    register_tools(resumed, [TOOL])
+    # when the first socket's disconnect is handled only now
+    disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=first_binding)
+    # then the session stays open for the second socket, with its chat and its tools
+    after = Session.objects.get(pk=session.pk)
+    assert after.status == SessionStatus.OPEN
+    assert [tool["name"] for tool in after.client_tools] == [TOOL["name"]]
+    assert status(session.chat_process_id) == Status.IDLE
+    # and the second socket's own disconnect still applies the policy
+    disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=after.binding)
+    assert Session.objects.get(pk=session.pk).status == SessionStatus.SUSPENDED
+    assert Session.objects.get(pk=session.pk).client_tools == []
+    assert status(session.chat_process_id) == Status.SUSPENDED
+
+
+def test_a_resume_while_a_disconnect_suspends_the_chat_leaves_the_chat_running(
+    alice: Tenancy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a cli session, whose socket leaves; a new socket resumes the session right after
+    # the disconnect suspended the session and before it reached the chat process
+    session = create_session(
+        alice.user, client_type="cli", project_id=alice.project_id, fingerprint=FINGERPRINT
+    )
+    suspend_process = lifecycle.suspend_process
+    resumed: list[Session] = []
+
+    def suspend_after_a_resume(process_id: int) -> ThinkProcess:
+        if not resumed:
+            resumed.append(resume_session(alice.user, session.pk, FINGERPRINT, None).session)
+        return suspend_process(process_id)
+
+    monkeypatch.setattr(lifecycle, "suspend_process", suspend_after_a_resume)
+    # when the disconnect runs
+    disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=session.binding)
+    # then the resume came in the middle of it, and the session and its chat are open
+    assert resumed and resumed[0].status == SessionStatus.OPEN
+    assert Session.objects.get(pk=session.pk).status == SessionStatus.OPEN
+    assert status(session.chat_process_id) == Status.IDLE
