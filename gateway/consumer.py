@@ -109,9 +109,7 @@ class BrainConsumer(AsyncWebsocketConsumer):
             log.info("sess_%s is held by another socket: no disconnect policy", session_id)
             return
         try:
-            await call_service(
-                sessions.disconnect_session, session_id, binding=self.binding
-            )
+            await call_service(sessions.disconnect_session, session_id, binding=self.binding)
         except Exception:
             log.exception("disconnect policy of sess_%s failed", session_id)
 

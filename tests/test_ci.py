@@ -20,11 +20,11 @@ TEST = "test_two_brains_mutating_one_space_keep_every_accepted_change_and_no_ref
 def postgresql_run() -> tuple[dict[str, str], list[str]]:
     """The PostgreSQL run's command in .ci/run: its variables and its pytest arguments."""
     script = (ROOT / ".ci" / "run").read_text()
-    command = re.search(
-        r"\nDATABASE_URL=\S+ \\\nREDIS_URL=\S+ \\\n\s+\.venv/bin/pytest [^>]+", script
+    commands = re.findall(
+        r"\nDATABASE_URL=\S+ \\\nREDIS_URL=\S+ \\\n\s+\.venv/bin/pytest -m [^>]+", script
     )
-    assert command is not None, ".ci/run has no PostgreSQL + Redis pytest run"
-    words = shlex.split(command[0].replace("\\\n", " "))
+    assert len(commands) == 1, ".ci/run has no (or more than one) PostgreSQL + Redis run by marker"
+    words = shlex.split(commands[0].replace("\\\n", " "))
     env = dict(word.split("=", 1) for word in words if re.match(r"^[A-Z_]+=", word))
     arguments = words[words.index(".venv/bin/pytest") + 1 :]
     return env, arguments
@@ -36,7 +36,10 @@ def test_the_postgresql_run_selects_the_two_brain_space_test_and_does_not_skip_i
     assert arguments[0] == "-m"
     assert "not crash" in arguments[1]
     # (in random order: the order's seed selects nothing)
-    assert "--random-order-bucket=module" in arguments
+    assert "${order[@]}" in arguments
+    order = re.search(r"\norder=\(([^)]*)\)", (ROOT / ".ci" / "run").read_text())
+    assert order is not None
+    assert "--random-order-bucket=module" in order[1].split()
     # when pytest collects the two-Brain test with its marker expression
     collected = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", *arguments[:2], TWO_BRAINS],

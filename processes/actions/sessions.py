@@ -217,9 +217,7 @@ def close_session(session_id: int) -> Session:
     return session
 
 
-def suspend_session(
-    session_id: int, cause: SuspendCause, binding: int | None = None
-) -> Session:
+def suspend_session(session_id: int, cause: SuspendCause, binding: int | None = None) -> Session:
     """Suspend the session and its chat process; with `on_suspend` SUSPEND_ALL, every process
     of it that can be suspended. By default (KEEP) the long-lived work the person started
     from the session keeps running: closing a tab does not freeze a deep think. `binding`:
@@ -227,7 +225,9 @@ def suspend_session(
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session
-    if not transitions.apply(session, transitions.SessionCall.SUSPEND, cause=cause, binding=binding):
+    if not transitions.apply(
+        session, transitions.SessionCall.SUSPEND, cause=cause, binding=binding
+    ):
         return Session.objects.get(pk=session_id)
     open_processes = ThinkProcess.objects.filter(session_id=session_id).exclude(
         status__in=[Status.INIT, Status.CLOSED, Status.SUSPENDED]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('brain_sessions', '0010_a2a_client_type'),
+        ("brain_sessions", "0010_a2a_client_type"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='session',
-            name='binding',
+            model_name="session",
+            name="binding",
             field=models.PositiveBigIntegerField(default=0),
         ),
     ]

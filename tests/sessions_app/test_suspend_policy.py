@@ -127,6 +127,7 @@ def test_a_resume_while_a_disconnect_suspends_the_chat_leaves_the_chat_running(
     # when the disconnect runs
     disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=session.binding)
     # then the resume came in the middle of it, and the session and its chat are open
-    assert resumed and resumed[0].status == SessionStatus.OPEN
+    assert resumed
+    assert resumed[0].status == SessionStatus.OPEN
     assert Session.objects.get(pk=session.pk).status == SessionStatus.OPEN
     assert status(session.chat_process_id) == Status.IDLE
