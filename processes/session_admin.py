@@ -85,6 +85,7 @@ class SessionAdmin(admin.ModelAdmin):
         "status",
         "suspend_cause",
         "last_seq",
+        "binding",
         "last_activity_at",
         "created_at",
         "updated_at",

@@ -285,11 +285,15 @@ def test_editing_a_session_keeps_its_status_and_its_event_numbering(operator, al
 
     monkeypatch.setattr(SessionAdmin, "save_form", save_form_while_an_event_is_emitted)
     # when
-    response = operator.post(url, {**data, "idle_timeout": "60", "status": "CLOSED"})
+    response = operator.post(
+        url, {**data, "idle_timeout": "60", "status": "CLOSED", "binding": "7"}
+    )
     # then
     assert response.status_code == 302
     after = Session.objects.get(pk=session.pk)
     assert (after.idle_timeout, after.status) == (60, "OPEN")
+    # (its client's bind is the sockets' to count, not the operator's to edit)
+    assert after.binding == session.binding
     newest = SessionEvent.objects.filter(session=session).order_by("-seq").first()
     assert after.last_seq == newest.seq
     # and the next event gets the next number
