@@ -8,6 +8,7 @@ import json
 import time
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.e2e.brain import (
@@ -63,6 +64,10 @@ async def _idle_sockets(port: int, token: str) -> tuple[list[Any], list[str], li
     return closed, [session for _, session in opened], replies
 
 
+# The minute of silence, the Brain's and the worker's start and the wait for fifty suspensions:
+# 107 s alone beside a CI run (18 s of it the scratch database's setup), over the suite's
+# 120 s when it ran at the start of .ci/run, with every lane migrating its databases.
+@pytest.mark.timeout(IDLE_SECONDS + 240)
 @needs_services
 def test_fifty_idle_sockets_stay_open_for_a_minute_and_suspend_their_sessions_on_close(
     tmp_path,
