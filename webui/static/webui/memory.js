@@ -180,9 +180,11 @@
     truncated = Boolean(url) || found.length > MAX_EDGES;
     if (selectedId && !window.GraphView.nodesOf(edges).includes(selectedId)) selectedId = null;
     redraw();
-    map.dataset.loaded = "true";
     if (selectedId) showNode(selectedId);
     await readLabels();
+    // Set once the labels are drawn too: that redraw makes the nodes anew, and their places
+    // move with their labels, so a click before it could miss the node it aimed at.
+    map.dataset.loaded = "true";
   }
 
   // The nodes are labelled by their text: each unread node's title or snippet, a few at a
