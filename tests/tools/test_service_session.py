@@ -88,7 +88,10 @@ def test_agrajag_probes_as_the_user_whose_call_failed_on_their_client(alice, llm
     agrajag = ThinkProcess.objects.get(think_engine="agrajag")
     assert call.process_id == agrajag.pk
     assert agrajag.session.client_type == "service"
-    sent = SessionEvent.objects.get(session=terminal, event="tool-call")
+    # (the row is written before the event is sent: wait for the event too)
+    sent = wait_until(
+        lambda: SessionEvent.objects.filter(session=terminal, event="tool-call").first()
+    )
     assert sent.data["callId"] == call.public_id
     # and when her client answers that the tool works now
     accept_tool_result(terminal.pk, call.public_id, ok=True, result="green")
