@@ -40,7 +40,7 @@ from sessions_app.services import FingerprintData, get_visible_session, system_u
 from vancetope.errors import Conflict, Forbidden
 from vancetope.tenancy.models import Project, ProjectMembership
 from vancetope.tenancy.services import get_visible_project
-from vancetope.tools.client_bridge import fail_outstanding_client_calls
+from vancetope.tools.client_bridge import GONE, fail_outstanding_client_calls
 from vancetope.tools.models import ServiceSession
 
 # What happens on disconnect when neither the client nor the recipe says: people's clients
@@ -266,7 +266,7 @@ def disconnect_session(
     # the calls it still owes fail now.
     if not held.update(client_tools=[]):
         return Session.objects.get(pk=session_id)
-    fail_outstanding_client_calls(session_id, "the client disconnected before answering")
+    fail_outstanding_client_calls(session_id, GONE)
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session

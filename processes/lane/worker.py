@@ -111,5 +111,9 @@ def request_stop() -> None:
 
 
 def is_stopping() -> bool:
-    worker = _worker
-    return _process_stopping.is_set() or (worker is not None and worker.stopping.is_set())
+    """Whether running turns should leave at their next boundary: the hosting process is
+    stopping, or the pool is (`shutdown_worker` takes it out of `_worker` first, so look at
+    the one closing too)."""
+    if _process_stopping.is_set():
+        return True
+    return any(worker is not None and worker.stopping.is_set() for worker in (_worker, _closing))

@@ -147,3 +147,28 @@ def test_fingerprint_policy_over_a_real_websocket(tmp_path: Path):
         original.close()
     finally:
         assert brain.stop() == 0, brain.log()
+
+
+@pytest.mark.embedded_brain
+def test_a_brain_stopped_while_a_socket_is_open_exits_0(tmp_path: Path):
+    # given a Brain with a client bound to a session (its consumer waits on the channel layer)
+    env = brain_env(tmp_path)
+    token = bootstrap(env)
+    brain = Brain(env, free_port())
+    client = brain.socket(token)
+    try:
+        created = client.request(
+            "session-create",
+            {"clientType": "cli", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+        )
+        assert created["type"] == "session-created"
+        client.request("chat", {"text": "hello"})
+        assert client.event("chat-message", role="assistant")["data"]["text"] == "echo: hello"
+        # when it is stopped with SIGTERM while the socket is still open
+        code = brain.stop()
+    finally:
+        client.close()
+    # then it stops cleanly: the consumer's task unwinds before the interpreter ends (a task
+    # left suspended on the server's loop crashed it with SIGSEGV at exit)
+    assert code == 0, brain.log()
+    assert "Brain stopped." in brain.log()

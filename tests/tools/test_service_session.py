@@ -5,6 +5,7 @@ probe runs as that user (tool_probe_as_user)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from django.utils import timezone
 from processes.actions.diagnosis import AGRAJAG, spawn_agrajag
 from processes.actions.sessions import create_session, suspend_idle_sessions
 from processes.actions.sessions import system_session as service_session
+from processes.lane.worker import shutdown_worker
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import DisconnectPolicy, Session, SessionEvent, SessionStatus
@@ -70,20 +72,9 @@ def test_the_idle_sweep_suspends_the_service_session_and_its_next_job_resumes_it
 def test_agrajag_probes_as_the_user_whose_call_failed_on_their_client(alice, llm):
     # given alice's terminal, bound, offering a SAFE_PROBE tool that failed for her
     llm([{"match": "system: Agrajag", "reply": "I cannot tell."}])
-    terminal = open_session(alice)
-    register_tools(terminal, [STATUS_TOOL])
-    diagnosis = ToolDiagnosis.objects.create(
-        project=alice.project,
-        tool="read_status",
-        last_error="the gizmo hiccuped",
-        originating_user_id=alice.user.pk,
-    )
     # when agrajag is spawned for it
-    spawn_agrajag(diagnosis.pk)
+    terminal, call = probing_agrajag(alice)
     # then its probe is a call on alice's client: a tool-call event of her session
-    call = wait_until(
-        lambda: ToolCall.objects.filter(tool="read_status", status=CallStatus.PENDING).first()
-    )
     assert call.session_id == terminal.pk
     agrajag = ThinkProcess.objects.get(think_engine="agrajag")
     assert call.process_id == agrajag.pk
@@ -121,3 +112,53 @@ def test_a_service_process_without_an_originating_user_cannot_probe_as_a_user(al
         "classification": "not-allowed",
     }
     assert ThinkProcess.objects.get(pk=process.pk).status == Status.INIT
+
+
+def probing_agrajag(alice) -> tuple[Session, ToolCall]:
+    """alice's terminal offers read_status, which failed for her; an agrajag spawned for it
+    waits for its probe: a client call on her terminal that nobody answers."""
+    terminal = open_session(alice)
+    register_tools(terminal, [STATUS_TOOL])
+    diagnosis = ToolDiagnosis.objects.create(
+        project=alice.project,
+        tool="read_status",
+        last_error="the gizmo hiccuped",
+        originating_user_id=alice.user.pk,
+    )
+    spawn_agrajag(diagnosis.pk)
+    call = wait_until(
+        lambda: ToolCall.objects.filter(tool="read_status", status=CallStatus.PENDING).first()
+    )
+    assert call is not None
+    return terminal, call
+
+
+def test_a_probe_whose_client_left_before_its_call_was_stored_fails_at_once(alice, llm):
+    # given an agrajag waiting for alice's client (the call timeout far away)
+    assert settings.VANCETOPE_CLIENT_TOOL_TIMEOUT >= 30
+    llm([{"match": "system: Agrajag", "reply": "I cannot tell."}])
+    terminal, call = probing_agrajag(alice)
+    # when her client is gone, its disconnect having run before the call was stored (it
+    # cleared the tools the client offered, and found no call to fail)
+    Session.objects.filter(pk=terminal.pk).update(client_tools=[])
+    # then the wait ends now, not at the timeout: the call failed, the client being gone
+    failed = wait_until(
+        lambda: ToolCall.objects.filter(pk=call.pk, status=CallStatus.FAILED).first(), timeout=5
+    )
+    assert failed.error == "the client disconnected before answering"
+
+
+def test_a_worker_shutting_down_ends_a_turn_waiting_for_its_client_at_once(alice, llm):
+    # given an agrajag waiting for alice's client, which stays connected and silent
+    assert settings.VANCETOPE_CLIENT_TOOL_TIMEOUT >= 30
+    llm([{"match": "system: Agrajag", "reply": "I cannot tell."}])
+    _, call = probing_agrajag(alice)
+    # when the in-process worker shuts down (as the Brain does on SIGTERM)
+    stopper = threading.Thread(target=shutdown_worker, kwargs={"wait": True})
+    stopper.start()
+    stopper.join(10)
+    # then the waiting turn left at its boundary, long before the call's timeout
+    assert not stopper.is_alive()
+    assert ToolCall.objects.get(pk=call.pk).status == CallStatus.CANCELLED
+    # and the process is left for recovery, not closed: its work is not lost
+    assert ThinkProcess.objects.get(think_engine="agrajag").status != Status.CLOSED

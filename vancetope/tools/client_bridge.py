@@ -22,6 +22,8 @@ from vancetope.tools.models import CallStatus, Location, ToolCall
 
 POLL_START = 0.02
 POLL_MAX = 0.25
+# A call's error when its client went away without answering.
+GONE = "the client disconnected before answering"
 
 
 def run_client_tool(
@@ -44,7 +46,18 @@ def run_client_tool(
     delay = POLL_START
     try:
         while True:
-            row = ToolCall.objects.filter(pk=call.pk).values("status", "result", "error").get()
+            row = (
+                ToolCall.objects.filter(pk=call.pk)
+                .values("status", "result", "error", "session__client_tools")
+                .get()
+            )
+            if row["status"] == CallStatus.PENDING and not _offers(
+                row["session__client_tools"], call.tool
+            ):
+                # The client went away (or took the tool back) before this row was there for
+                # its disconnect to fail: nobody will answer.
+                _finish(call, CallStatus.FAILED, GONE)
+                continue
             if row["status"] == CallStatus.OK:
                 return row["result"]
             if row["status"] != CallStatus.PENDING:
@@ -69,6 +82,10 @@ def run_client_tool(
         # Interrupted (pause, stop, shutdown, lease lost): a late answer must be refused.
         _finish(call, CallStatus.CANCELLED, "the turn was interrupted while waiting")
         raise
+
+
+def _offers(client_tools: Any, tool: str) -> bool:
+    return any(offered.get("name") == tool for offered in client_tools or ())
 
 
 def _classification_of(error: str) -> str:

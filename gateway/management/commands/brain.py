@@ -3,6 +3,7 @@ default also the worker and the scheduler, all in this one process."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -11,7 +12,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 from daphne.endpoints import build_endpoint_description_strings
-from daphne.server import Server
+from daphne.server import Server, twisted_loop
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
@@ -89,6 +90,21 @@ def _embedded_scheduler() -> type:
     return EmbeddedScheduler
 
 
+def _finish_leftover_tasks(timeout: float = 10.0) -> None:
+    """Let the sockets' tasks that daphne's shutdown cancelled run to their end, then close
+    the server's event loop. The reactor stops before a cancelled consumer has unwound, and a
+    coroutine left suspended on the loop crashed the interpreter (SIGSEGV) when the garbage
+    collector finalised it at exit. As asyncio.run ends its own loop."""
+    leftover = [task for task in asyncio.all_tasks(twisted_loop) if not task.done()]
+    for task in leftover:
+        task.cancel()
+    if leftover:
+        finished = asyncio.wait(leftover, timeout=timeout)
+        twisted_loop.run_until_complete(finished)
+    twisted_loop.run_until_complete(twisted_loop.shutdown_asyncgens())
+    twisted_loop.close()
+
+
 class Command(BaseCommand):
     help = "Start the Brain (HTTP + WebSocket; embedded: worker and scheduler in-process)."
 
@@ -150,6 +166,7 @@ class Command(BaseCommand):
         finally:
             watching.set()
             self._shutdown(beat)
+            _finish_leftover_tasks()
         if not server.listening_addresses:
             # Taken between the check above and the server's own listen.
             raise CommandError(f"cannot listen on {host}:{port}; see the log above")
