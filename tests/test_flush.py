@@ -29,3 +29,27 @@ def test_a_flush_empties_the_tables_but_content_types_and_permissions():
     assert Permission.objects.count() == permissions
     process_type = ContentType.objects.get_for_model(ThinkProcess)
     assert Permission.objects.filter(content_type=process_type, codename="view_thinkprocess")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flush_makes_a_missing_permission_again_and_skips_the_checks_otherwise(monkeypatch):
+    from django.core.management import sql
+
+    sent: list[str] = []
+    real = sql.emit_post_migrate_signal
+    monkeypatch.setattr(
+        sql, "emit_post_migrate_signal", lambda *a, **k: (sent.append("sent"), real(*a, **k))
+    )
+    # given the derived rows as post_migrate makes them
+    call_command("flush", interactive=False, verbosity=0, reset_sequences=False)
+    complete = Permission.objects.count()
+    sent.clear()
+    # when a flush finds them all: post_migrate is not sent (its checks cost ~50 queries)
+    call_command("flush", interactive=False, verbosity=0, reset_sequences=False)
+    assert sent == []
+    # when a test took a permission away: the flush sends it, and the permission is back
+    Permission.objects.filter(codename="view_thinkprocess").delete()
+    call_command("flush", interactive=False, verbosity=0, reset_sequences=False)
+    assert sent == ["sent"]
+    assert Permission.objects.count() == complete
+    assert Permission.objects.filter(codename="view_thinkprocess").exists()
