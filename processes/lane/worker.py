@@ -114,6 +114,7 @@ def is_stopping() -> bool:
     """Whether running turns should leave at their next boundary: the hosting process is
     stopping, or the pool is (`shutdown_worker` takes it out of `_worker` first, so look at
     the one closing too)."""
-    if _process_stopping.is_set():
+    if _process_stopping.is_set() or _closing is not None:
         return True
-    return any(worker is not None and worker.stopping.is_set() for worker in (_worker, _closing))
+    worker = _worker
+    return worker is not None and worker.stopping.is_set()
