@@ -294,9 +294,16 @@ async def test_a_thinking_space_suggests_a_branch_that_returns_to_its_parent(ali
     node = next(n for n in returned["data"]["space"]["nodes"] if n["id"] == child["id"])
     assert node["state"] == "returned"
     assert node["returnedHandoff"].strip()
-    # and its parent's conversation holds the notice of the return
-    root = await settled(root_chat, "IDLE")
-    notices = await notices_of(root)
-    assert any(text.startswith(f"[thinking: {child['id']} returned]") for text in notices)
+    # and its parent's conversation holds the notice of the return (appended at once, or by
+    # the end of a turn the parent was running then: spaces/actions/notices.py)
+    notice = f"[thinking: {child['id']} returned]"
+    deadline = time.monotonic() + PATIENCE
+    while True:
+        root = await settled(root_chat, "IDLE")
+        notices = await notices_of(root)
+        if any(text.startswith(notice) for text in notices):
+            break
+        assert time.monotonic() < deadline, notices
+        await asyncio.sleep(0.2)
     await child_client.ws.disconnect()
     await root_client.ws.disconnect()
