@@ -475,11 +475,17 @@
     );
   }
 
-  function resumeSession(sessionId) {
+  function resumeSession(sessionId, attempt = 1) {
     send(
       "session-resume",
       { sessionId, fingerprint: { machineId: browserId() }, sinceSeq: 0 },
       (frame) => {
+        if (frame.type === "error" && frame.data.code === 409 && /try again/.test(frame.data.message) && attempt < 4) {
+          // The session changed while it was bound (a reloaded page's old socket applying its
+          // disconnect just then): the Brain asks to try again, so do, before giving it up.
+          setTimeout(() => resumeSession(sessionId, attempt + 1), 250 * attempt);
+          return;
+        }
         if (frame.type === "error") {
           // Closed meanwhile, or not this browser's: a new session, and say why.
           sessionStorage.removeItem(STORED);
