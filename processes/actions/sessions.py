@@ -170,7 +170,9 @@ def resume_session(
         "binding": F("binding") + 1,
     }
     if not _bind(session, bind):
-        raise Conflict(f"session {session.public_id} changed meanwhile; try again")
+        raise Conflict(
+            f"session {session.public_id} changed meanwhile; try again", error="session-changed"
+        )
     suspended = session.processes.filter(status=Status.SUSPENDED)
     if drift:
         # Client tools would now point at another directory: the user decides per process.

@@ -480,7 +480,7 @@
       "session-resume",
       { sessionId, fingerprint: { machineId: browserId() }, sinceSeq: 0 },
       (frame) => {
-        if (frame.type === "error" && frame.data.code === 409 && /try again/.test(frame.data.message) && attempt < 4) {
+        if (frame.type === "error" && frame.data.error === "session-changed" && attempt < 4) {
           // The session changed while it was bound (a reloaded page's old socket applying its
           // disconnect just then): the Brain asks to try again, so do, before giving it up.
           setTimeout(() => resumeSession(sessionId, attempt + 1), 250 * attempt);
