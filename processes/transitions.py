@@ -56,12 +56,15 @@ def apply(
     detail: str = "",
     now: datetime | None = None,
     emit: bool = True,
+    unless: tuple[str, Sequence[Any]] | None = None,
 ) -> Event:
     """Move `process` from the status it was read in to `to_status` by `call`, with
     `changes` (field → value or fastsql.Add) written in the same statement; call inside a
     transaction. Raises Conflict if the table forbids the call, TransitionLost if the row
-    moved meanwhile (or the lease is gone). Returns the status event; with `emit=False` the
-    caller stores it with its own events, in the same transaction."""
+    moved meanwhile (or the lease is gone, or the row fails `unless`: a further condition
+    of the compare-and-swap, as SQL with `{field}` names and its parameters). Returns the
+    status event; with `emit=False` the caller stores it with its own events, in the same
+    transaction."""
     from_status = process.status
     check_call(call, from_status, process.close_reason, label=process.public_id)
     now = now or timezone.now()
@@ -71,11 +74,15 @@ def apply(
         "close_reason": reason,
         "updated_at": now,
     }
+    where, params = "{status} = %s", list[Any]([from_status])
+    if unless is not None:
+        where = f"{where} AND {unless[0]}"
+        params += unless[1]
     if lease is not None:
-        updated = lease.update(written, "{status} = %s", [from_status])
+        updated = lease.update(written, where, params)
     else:
         updated = fastsql.update(
-            ThinkProcess, "{id} = %s AND {status} = %s", [process.pk, from_status], written
+            ThinkProcess, f"{{id}} = %s AND {where}", [process.pk, *params], written
         )
     if updated != 1:
         raise TransitionLost(f"{process.public_id} changed before {call.value} was written")

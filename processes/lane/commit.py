@@ -6,7 +6,7 @@ worker that lost its lease writes nothing.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -107,25 +107,28 @@ def commit_turn(
     with transaction.atomic():
         events.open()
         added = append_conversation(process, prepared)
-        updated = lease.update(
-            {
-                **counted,
-                "engine_state": process.engine_state,
-                **prepared.engine_params_changes(),
-                "conversation_length": fastsql.Add(added),
-                "consumed_count": fastsql.Add(len(messages)),
-                "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
-                "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
-                "llm_calls": fastsql.Add(ctx.usage.llm_calls),
-                **estimated(ctx.usage),
-                "last_error": error,
-                # Set when the turn blocks on an external key; any other turn clears it.
-                "blocked_by_external": ctx.external_key,
-                "updated_at": now,
-                "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
-            }
+        turn = {
+            **counted,
+            "engine_state": process.engine_state,
+            **prepared.engine_params_changes(),
+            "conversation_length": fastsql.Add(added),
+            "consumed_count": fastsql.Add(len(messages)),
+            "prompt_tokens": fastsql.Add(ctx.usage.prompt_tokens),
+            "completion_tokens": fastsql.Add(ctx.usage.completion_tokens),
+            "llm_calls": fastsql.Add(ctx.usage.llm_calls),
+            **estimated(ctx.usage),
+            "last_error": error,
+            # Set when the turn blocks on an external key; any other turn clears it.
+            "blocked_by_external": ctx.external_key,
+            "updated_at": now,
+            "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
+        }
+        ended = (
+            quota is None
+            and ctx.outcome is None
+            and end_run_unless_more_waits(process, lease, prepared, turn, len(messages), now)
         )
-        if updated != 1:
+        if not ended and lease.update(turn) != 1:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
         consuming: dict[str, Any] = {
             "consumed": True,
@@ -149,18 +152,19 @@ def commit_turn(
         start_spawned(prepared)
         # Read after our row update: a steer committed before it is seen here, one committed
         # after it wakes the lane itself once this transaction has let the lane go.
-        stop = ctx.outcome is not None or (quota is not None and bool(quota["ended"]))
+        stop = ended or ctx.outcome is not None or (quota is not None and bool(quota["ended"]))
         upcoming = (
             [] if stop else next_pendings(process.pk, upcoming_limit, unless_interrupted=True)
         )
         if not upcoming:
-            process.last_error = error
-            outcome, reason = ended_status(prepared, Status.IDLE)
-            assert outcome in TURN_OUTCOMES
-            if quota is not None:
-                quota = end_quota(process, lease, prepared, quota, outcome, reason)
-            else:
-                end_run(process, lease, outcome, reason, prepared)
+            if not ended:
+                process.last_error = error
+                outcome, reason = ended_status(prepared, Status.IDLE)
+                assert outcome in TURN_OUTCOMES
+                if quota is not None:
+                    quota = end_quota(process, lease, prepared, quota, outcome, reason)
+                else:
+                    end_run(process, lease, outcome, reason, prepared)
             # A child's end and its report to its parent are one commit.
             lease.reported = deliver_with_commit(process)
         if wake is not None:
@@ -200,6 +204,43 @@ def end_run(
     event = lease_transition(process, lease, call, to_status, reason, release=True, changes=changes)
     prepared.events.emit_after_commit(event)
     lease.released = True
+
+
+def end_run_unless_more_waits(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    prepared: Prepared,
+    turn: dict[str, Any],
+    consumed: int,
+    now: datetime,
+) -> bool:
+    """Inside the commit of a turn that left the process's fate to the lane: when no message
+    waits but the `consumed` ones this turn ran, write the turn (`turn`, the row's changes),
+    leave RUNNING for IDLE and let the lane go in one compare-and-swap. True if it did; False
+    (nothing written) if more messages wait or the lease is gone, and the caller goes the
+    long way, which tells the two apart.
+
+    The count of waiting messages is the row's own (`next_pending_seq` and `consumed_count`,
+    see ThinkProcess.waiting), so a steer that takes its seq while this statement waits for
+    the row (PostgreSQL) is seen when the row is checked again: no message is left behind
+    by a lane that let go."""
+    process.last_error = turn["last_error"]
+    try:
+        event = transitions.apply(
+            process,
+            Call.TURN_END,
+            Status.IDLE,
+            lease=lease,
+            changes={**turn, "lease_owner": "", "lease_expires_at": None},
+            now=now,
+            emit=False,
+            unless=("{next_pending_seq} - 1 - {consumed_count} = %s", [consumed]),
+        )
+    except transitions.TransitionLost:
+        return False
+    prepared.events.emit_after_commit(event)
+    lease.released = True
+    return True
 
 
 def end_quota(

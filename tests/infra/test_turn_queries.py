@@ -13,10 +13,17 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from engines.builtin.arthur import ORCHESTRATION_NAMES
+from processes.actions import steer
 from processes.capabilities import conversation_cache
+from processes.lane import dispatch
+from processes.lane.driver import drive_lane
+from processes.models import ConversationMessage, ProcessTransition, ThinkProcess
+from processes.states import Status
 from tests.config.helpers import set_value
+from tests.support.tenancy import open_session
 from tests.support.turn_queries import (
     CONVERSATION,
     LANE,
@@ -63,8 +70,8 @@ FIRST_LANE_WITH_HISTORY = [*LANE[:8], f"SELECT {CONVERSATION}", *LANE[8:]]
 
 # Statements per vendor: (the chat, the lane). The same today on both.
 COUNTS = {
-    "sqlite": {"first chat": (6, 19), "next chat": (5, 19)},
-    "postgresql": {"first chat": (6, 19), "next chat": (5, 19)},
+    "sqlite": {"first chat": (6, 17), "next chat": (5, 17)},
+    "postgresql": {"first chat": (6, 17), "next chat": (5, 17)},
 }
 
 
@@ -218,3 +225,45 @@ def test_where_the_client_is_rides_on_the_statement_that_takes_the_lease(chat):
     assert HEALTH_REVISION in take_lease
     assert f"SELECT {SESSION}" not in shapes(driving)
     assert f"SELECT {HEALTH}" not in shapes(driving)
+
+
+def test_a_turn_that_finds_another_message_waiting_keeps_the_lane_and_runs_it(
+    alice, settings, monkeypatch
+):
+    # given a chat session whose lane is driven here, and an LLM during whose first call the
+    # person sends a second message (the lane is RUNNING and holds the lease)
+    settings.VANCETOPE_DELTA_INTERVAL_SECONDS = 60
+    session = open_session(alice)
+    woken: list[int] = []
+    monkeypatch.setattr(dispatch, "dispatch_drive", woken.append)
+    stream = ScriptedProvider.stream
+    sent: list[str] = []
+
+    def meanwhile(provider: Any, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        if not sent:
+            sent.append("second")
+            steer.send_chat(session.pk, "second")
+        return stream(provider, messages, *args, **kwargs)
+
+    monkeypatch.setattr(ScriptedProvider, "stream", meanwhile)
+    steer.send_chat(session.pk, "first")
+    # when the lane drains
+    with CaptureQueriesContext(connection) as driving:
+        turns = drive_lane(session.chat_process_id)
+    # then the first commit's one-statement end was refused (a message waits), so it went the
+    # long way: the turn's row written, the next message read, the lane kept; the second turn
+    # ended the run; both answers are stored, nothing waits, and the lane is free
+    assert turns == 2
+    updates = [shape(q["sql"]) for q in driving.captured_queries].count(f"UPDATE {PROCESS}")
+    # the lease, RUNNING, the second message's seq, the refused end and the turn's row, and
+    # the second turn's end
+    assert updates == 1 + 1 + 1 + 2 + 1
+    process = ThinkProcess.objects.get(pk=session.chat_process_id)
+    assert (process.status, process.waiting, process.lease_owner) == (Status.IDLE, 0, "")
+    answers = ConversationMessage.objects.filter(process=process, role="assistant")
+    assert [m.content for m in answers.order_by("index")] == ["echo: first", "echo: second"]
+    transitions = ProcessTransition.objects.filter(process=process).order_by("pk")
+    assert [(t.from_status, t.to_status) for t in transitions][-2:] == [
+        (Status.IDLE, Status.RUNNING),
+        (Status.RUNNING, Status.IDLE),
+    ]

@@ -40,11 +40,11 @@ LANE = [
     # the commit of the turn, which also ends the run and lets the lane go
     "BEGIN",
     f"INSERT {CONVERSATION}",  # the user's message and the answer
-    f"UPDATE {PROCESS}",  # usage, engine state, lengths, lease extended; fenced
-    f"UPDATE {PENDING}",  # consume the message
-    f"SELECT {PENDING}",  # any more work (unless an interrupt waits)?
-    f"UPDATE {PROCESS}",  # RUNNING -> IDLE, lease let go
+    # usage, engine state, lengths, RUNNING -> IDLE and the lane let go, in one
+    # compare-and-swap fenced by the lease: it holds only while no other message waits
+    f"UPDATE {PROCESS}",
     f"INSERT {TRANSITION}",  # its record
+    f"UPDATE {PENDING}",  # consume the message
     # the person's run log (trigger user), stored finished by the commit that ends the run:
     # the one statement a run log costs a turn (triggers/runs/human.py), returning its id
     # and project for its `run` event (stored with the other events below)
