@@ -20,6 +20,21 @@ from vancetope.errors import Conflict, NotFound
 from vancetope.infra import fastsql
 from vancetope.ratelimit import MESSAGES, RateLimited, hit, refusal, take
 
+# What a steer reads of the process row it takes its seqs on (the checks below, a spaces node's
+# marker in its params, the seqs and the count of waiting messages), and of its session: not
+# the recipe snapshot, the engine's state or the client's tools, decoded for nothing.
+STEERED = (
+    "id",
+    "session_id",
+    "status",
+    "close_reason",
+    "next_pending_seq",
+    "consumed_count",
+    "engine_params",
+    "run_owner_id",
+)
+STEERED_IN = ("id", "owner_id", "status", "chat_process_id")
+
 
 @dataclass(frozen=True)
 class Steered:
@@ -50,11 +65,15 @@ def steer_many(
     with transaction.atomic():
         # A refusal below rolls back the seqs taken here. The session is locked after the
         # process (as a lane's commit locks them), its activity noted.
-        process = take_seqs(process_id, len(texts))
+        process = take_seqs(process_id, len(texts), names=STEERED)
         if process is None:
             raise NotFound(f"process tp_{process_id} not found")
         [process.session] = fastsql.update_returning(
-            Session, "{id} = %s", [process.session_id], {"last_activity_at": timezone.now()}
+            Session,
+            "{id} = %s",
+            [process.session_id],
+            {"last_activity_at": timezone.now()},
+            names=STEERED_IN,
         )
         if user is not None:
             check_changeable(process, user)

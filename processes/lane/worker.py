@@ -46,12 +46,14 @@ class InProcessWorker:
             with self._lock:
                 self._queued.discard(process_id)
         try:
-            # The task itself (as a worker runs it), without Task.apply's eager-result and
-            # tracing machinery, which cost as much as a turn's own work.
+            # The task's own body (`run`, the function it decorates), without Task.apply's
+            # eager-result and tracing machinery, which cost as much as a turn's own work, or
+            # the shared task's proxy and request stack, which a body that reads no request
+            # has no use for.
             if start:
-                start_process_task(process_id)
+                start_process_task.run(process_id)
             else:
-                drive_lane_task(process_id)
+                drive_lane_task.run(process_id)
         except Exception:
             log.exception("lane tp_%s failed", process_id)
         finally:

@@ -37,6 +37,36 @@ async def test_group_send_from_another_thread_wakes_the_receiver_promptly():
     assert message == {"type": "session.event", "n": 1}
 
 
+class Marker:
+    def __init__(self, items: list[int]) -> None:
+        self.items = items
+
+
+async def test_each_member_gets_a_copy_of_a_group_message_that_no_one_else_holds():
+    layer = ThreadSafeInMemoryChannelLayer()
+    first, second = await layer.new_channel(), await layer.new_channel()
+    for channel in (first, second):
+        await layer.group_add("session.1", channel)
+    frames = [(1, "one"), (2, "two")]
+    marker = Marker([1])
+    message = {"type": "session.events", "frames": frames, "nested": {"list": [1]}, "m": marker}
+    # when a batch is sent, and the sender then changes what it sent
+    await layer.group_send("session.1", message)
+    frames.append((3, "three"))
+    message["nested"]["list"].append(2)
+    marker.items.append(2)
+    got = [await layer.receive(first), await layer.receive(second)]
+    # then each member got the message as it was sent, in containers of its own (as
+    # deepcopy gives them; an object of another kind is deep-copied)
+    for received in got:
+        assert received["frames"] == [(1, "one"), (2, "two")]
+        assert received["nested"] == {"list": [1]}
+        assert received["m"].items == [1]
+    got[0]["nested"]["list"].append(9)
+    assert got[1]["nested"]["list"] == [1]
+    assert got[0]["frames"] is not got[1]["frames"]
+
+
 async def test_groups_change_while_another_thread_sends_without_errors():
     layer = ThreadSafeInMemoryChannelLayer(capacity=100_000)
     reader = await layer.new_channel()

@@ -18,7 +18,7 @@ def test_a_start_made_while_the_pool_shuts_down_is_refused_and_makes_no_new_pool
         go_on.wait(5)
         spawned.append(workers.get_worker().submit_start(process_id + 1))
 
-    monkeypatch.setattr(tasks, "drive_lane_task", turn)
+    monkeypatch.setattr(tasks.drive_lane_task, "run", turn)
     pool = workers.get_worker()
     pool.submit(1)
     assert in_turn.wait(5)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from processes.actions.create import create_process
 from processes.capabilities.tools import toolbox_for
@@ -11,7 +15,7 @@ from processes.states import CloseReason, Status
 from tests.support.tenancy import open_session
 from tests.support.tools import project_recipe
 from tests.support.waiting import closed_process
-from vancetope.tools.catalogue import effective_pool
+from vancetope.tools.catalogue import effective_pool, matches
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.models import CallStatus, Location, ToolCall
@@ -48,6 +52,19 @@ def test_pool_is_default_plus_added_minus_removed_and_patterns_work():
         client_bound=True,
     )
     assert sorted(pool) == ["a", "git_status"]
+
+
+# Names and shell-style patterns over a few characters, so that they often match.
+NAME = st.text(alphabet="ab_.*?[]!-\n", max_size=6)
+
+
+@pytest.mark.django_db(transaction=False)
+@given(name=NAME, patterns=st.lists(NAME, max_size=3))
+def test_a_pool_pattern_matches_a_name_as_fnmatchcase_does(name, patterns):
+    # when a name is held against a pool's patterns (one compiled expression for them all)
+    found = matches(name, patterns)
+    # then it matches exactly when one of them matches it, shell-style and case-sensitive
+    assert found == any(fnmatchcase(name, pattern) for pattern in patterns)
 
 
 def test_pool_drops_tools_whose_roles_the_recipe_lacks_and_client_tools_without_a_client():

@@ -23,6 +23,28 @@ from channels.layers import InMemoryChannelLayer
 log = logging.getLogger(__name__)
 
 
+# The types a message shares between its sender and its receivers as they are.
+_SHARED = frozenset({str, bytes, int, float, bool, type(None)})
+
+
+def copy_message(value: Any) -> Any:
+    """What deepcopy gives (no receiver shares a dict or list with the sender or another
+    receiver, as channels' layer promises), for the values a channel message holds (msgpack's:
+    dicts, lists, tuples, text, bytes, numbers, None): text and numbers are shared, being
+    immutable, and containers copied, without deepcopy's memo and dispatch for every value.
+    Anything else goes to deepcopy. An event batch is a list of (seq, frame text) pairs."""
+    kind = type(value)
+    if kind in _SHARED:
+        return value
+    if kind is dict:
+        return {key: copy_message(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_message(item) for item in value]
+    if kind is tuple:
+        return tuple([copy_message(item) for item in value])
+    return deepcopy(value)
+
+
 class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
     # Channels' layer looks through every channel and group for expired entries on every
     # receive and group send; with a thousand sockets that scan cost more than the message.
@@ -54,9 +76,9 @@ class ThreadSafeInMemoryChannelLayer(InMemoryChannelLayer):
         with self._loops_lock:
             loop = self._receiver_loops.get(channel)
             if loop is not None and loop is not current and not loop.is_closed():
-                loop.call_soon_threadsafe(self._put_or_drop, channel, deepcopy(message))
+                loop.call_soon_threadsafe(self._put_or_drop, channel, copy_message(message))
                 return
-            put(channel, deepcopy(message))
+            put(channel, copy_message(message))
 
     def _queue(self, channel: str) -> asyncio.Queue[Any]:
         # Not setdefault(channel, Queue(…)): that builds a queue on every call.

@@ -220,7 +220,7 @@ class ScriptedProvider(LlmProvider):
             (message.content for message in reversed(messages) if message.role == "user"), ""
         )
         this_turn = messages_since_last_user(messages)
-        system_prompt = "".join(m.content for m in messages if m.role == "system")
+        system_prompt = "".join([m.content for m in messages if m.role == "system"])
         # A call that names no model asks for the provider's own: rules match on that.
         asked = info or CallInfo()
         asked = dataclasses.replace(asked, model=asked.model or self.model)
@@ -230,7 +230,8 @@ class ScriptedProvider(LlmProvider):
         if rule is not None and rule.error:
             raise LlmError(rule.error)
         reply = rule.reply if rule else f"echo: {last_user_message}"
-        prompt_tokens = sum(count_words(message.content) for message in messages)
+        # Counted by map over the cached count: no Python frame per message of a long history.
+        prompt_tokens = sum(map(count_words, [message.content for message in messages]))
         delay, delay_per_delta = 0.0, self.delay_per_delta
         if rule is not None:
             delay = rule.delay

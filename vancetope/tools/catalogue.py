@@ -7,9 +7,11 @@ roles lack, minus client tools when no client is bound.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Iterable
-from fnmatch import fnmatchcase
+from fnmatch import translate
 from typing import Any
 
 from vancetope.tools.manifest import ToolManifest
@@ -83,7 +85,19 @@ def build_catalogue(
 
 
 def matches(name: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatchcase(name, pattern) for pattern in patterns)
+    """Whether `name` matches one of the shell-style `patterns` (case-sensitive, as
+    fnmatchcase)."""
+    return _any_of(tuple(patterns)).match(name) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled expression for a pool's patterns (fnmatch's own translation of each):
+    every turn builds its pool from the same few lists, and one match per tool costs less
+    than a fnmatchcase call per pattern."""
+    if not patterns:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile("|".join(f"(?:{translate(pattern)})" for pattern in patterns))
 
 
 def effective_pool(
@@ -95,14 +109,14 @@ def effective_pool(
     roles: Iterable[str],
     client_bound: bool,
 ) -> dict[str, ToolManifest]:
-    wanted = [*engine_default, *add]
-    removed = list(remove)
+    wanted = _any_of((*engine_default, *add))
+    removed = _any_of(tuple(remove))
     role_set = set(roles)
     return {
         name: manifest
         for name, manifest in catalogue.items()
-        if matches(name, wanted)
-        and not matches(name, removed)
+        if wanted.match(name)
+        and not removed.match(name)
         and manifest.requires_engine_roles <= role_set
         and (client_bound or manifest.location != Location.CLIENT)
     }
