@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -49,10 +50,12 @@ def reserve_seqs(session_id: int, count: int = 1) -> int:
     return int(last)
 
 
-def record_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]:
-    """Store events with consecutive seqs: one seq update and one insert, however many.
-    Every event must be one docs/protocol.md names (a model in protocol/outbound.py);
-    emitters build its data from that model."""
+def record_events(session_id: int, items: Sequence[Event]) -> list[Frame]:
+    """Store events with consecutive seqs: one seq update and one insert, however many, as
+    rows (no SessionEvent instances: a turn stores about six). Returns each as (seq, frame
+    text): the frame as the socket sends it (SessionEvent.frame_text). Every event must be
+    one docs/protocol.md names (a model in protocol/outbound.py); emitters build its data
+    from that model."""
     if not items:
         return []
     for name, _ in items:
@@ -61,15 +64,20 @@ def record_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]
     # Inside a turn's commit this joins the outer transaction (no savepoint per batch).
     with transaction.atomic(savepoint=False):
         first = reserve_seqs(session_id, len(items)) - len(items) + 1
-        stored = [
-            fastsql.build(
-                SessionEvent,
-                {"session_id": session_id, "seq": first + offset, "event": event, "data": data},
-            )
+        rows = [
+            {"session_id": session_id, "seq": first + offset, "event": event, "data": data}
             for offset, (event, data) in enumerate(items)
         ]
-        fastsql.insert(stored)
-    return stored
+        fastsql.insert_values(SessionEvent, rows)
+    return [
+        (first + offset, json.dumps(frame_of(first + offset, event, data)))
+        for offset, (event, data) in enumerate(items)
+    ]
+
+
+def frame_of(seq: int, event: str, data: dict[str, Any]) -> dict[str, Any]:
+    """An event's frame as the socket sends it (SessionEvent.as_frame gives the same)."""
+    return {"type": "event", "seq": seq, "event": event, "data": data}
 
 
 class EventPusher:
@@ -180,18 +188,17 @@ def stop_pusher() -> None:
         pusher.stop()
 
 
-def emit_events(session_id: int, items: Sequence[Event]) -> list[SessionEvent]:
+def emit_events(session_id: int, items: Sequence[Event]) -> list[Frame]:
     """Store the events, and push them (in order) once the surrounding transaction (if any)
-    has committed."""
-    stored = record_events(session_id, items)
-    if stored:
-        # Serialized once here, not once per socket: a batch is [(seq, frame text), …].
-        frames = [(event.seq, event.frame_text()) for event in stored]
+    has committed. Returns them as (seq, frame text), as they are pushed."""
+    # Serialized once, when stored, not once per socket: a batch is [(seq, frame text), …].
+    frames = record_events(session_id, items)
+    if frames:
         transaction.on_commit(lambda: push_frames(session_id, frames))
-    return stored
+    return frames
 
 
-def emit_event(session_id: int, event: str, data: dict[str, Any]) -> SessionEvent:
+def emit_event(session_id: int, event: str, data: dict[str, Any]) -> Frame:
     return emit_events(session_id, [(event, data)])[0]
 
 

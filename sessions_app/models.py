@@ -128,6 +128,8 @@ class SessionEvent(models.Model):
         return f"{self.session_id}#{self.seq} {self.event}"
 
     def as_frame(self) -> dict[str, object]:
+        """The frame as the socket sends it (sessions_app.events.frame_of, for an event being
+        stored)."""
         return {"type": "event", "seq": self.seq, "event": self.event, "data": self.data}
 
     def frame_text(self) -> str:

@@ -14,7 +14,6 @@ import os
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,7 +101,7 @@ def lease_seconds() -> float:
 
 def new_owner() -> str:
     """host:pid:thread:random — the host and pid let a restarted Brain spot its dead leases."""
-    return f"{HOSTNAME}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+    return f"{HOSTNAME}:{os.getpid()}:{threading.get_ident()}:{os.urandom(4).hex()}"
 
 
 def owner_is_dead(owner: str) -> bool:

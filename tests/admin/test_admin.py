@@ -297,7 +297,8 @@ def test_editing_a_session_keeps_its_status_and_its_event_numbering(operator, al
     newest = SessionEvent.objects.filter(session=session).order_by("-seq").first()
     assert after.last_seq == newest.seq
     # and the next event gets the next number
-    assert emit_event(session.pk, "notification", {"text": "next"}).seq == newest.seq + 1
+    seq, _ = emit_event(session.pk, "notification", {"text": "next"})
+    assert seq == newest.seq + 1
 
 
 # --- recipes -------------------------------------------------------------------------------------

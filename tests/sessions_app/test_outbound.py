@@ -326,6 +326,22 @@ def test_an_event_without_a_model_is_refused_and_nothing_is_stored(alice):
     assert stored_frames(session, after=before) == []
 
 
+def test_events_go_out_as_their_stored_rows_replay_them(alice):
+    session = open_session(alice)
+    before = Session.objects.get(pk=session.pk).last_seq
+    items = [
+        out.event(out.ChatDeltaEvent(processId="tp_1", text='é \u2028 "q"')),
+        out.event(out.NotificationEvent(text="done", level="success")),
+    ]
+    # when two events are stored in one batch
+    frames = emit_events(session.pk, items)
+    # then they took the next seqs, and each frame pushed is the frame its row replays
+    assert [seq for seq, _ in frames] == [before + 1, before + 2]
+    stored = SessionEvent.objects.filter(session=session, seq__gt=before).order_by("seq")
+    assert [(event.seq, event.frame_text()) for event in stored] == frames
+    assert [json.loads(text)["event"] for _, text in frames] == ["chat-delta", "notification"]
+
+
 def test_a_kernel_event_is_checked_against_its_model(alice):
     session = open_session(alice)
     sink = EventSink(session.pk, f"tp_{session.chat_process_id}", delta_interval=0)

@@ -142,7 +142,8 @@ def _insert(
         RunLog, [transitions.store(run, status)], returning=returning
     )
     _link(notices, pk)
-    return RunLog(pk=pk, **run), slug
+    # Built by position (fastsql.build), as RunLog(pk=pk, **run) would be, for its event.
+    return fastsql.build(RunLog, {"id": pk, **run}), slug
 
 
 # The latest run of a person's process (`%s`, trigger `%s`), as a prepared statement's WHERE:
