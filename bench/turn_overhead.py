@@ -47,7 +47,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -535,11 +535,17 @@ def _run_child(
     args: argparse.Namespace,
     deployment: Deployment,
     scratch: Path,
+    *,
+    root: Path = ROOT,
+    wrapper: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """Run one row's child: this checkout's, or the one at `root` (its own code and bench),
+    under `wrapper` if given (turn_instructions.py runs it under valgrind)."""
     result_file = scratch / "result.json"
     command = [
+        *wrapper,
         sys.executable,
-        str(Path(__file__).resolve()),
+        str(root / "bench" / "turn_overhead.py"),
         "--child",
         "--runtime",
         runtime,
@@ -566,8 +572,8 @@ def _run_child(
     try:
         done = subprocess.run(
             command,
-            env={**deployment.env, "PYTHONPATH": str(ROOT)},
-            cwd=ROOT,
+            env={**deployment.env, "PYTHONPATH": str(root)},
+            cwd=root,
             capture_output=True,
             text=True,
             timeout=args.child_timeout,
