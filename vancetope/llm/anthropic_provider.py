@@ -183,6 +183,8 @@ class AnthropicProvider(LlmProvider):
         system_prompt = "\n\n".join(m.content for m in messages if m.role == "system" and m.content)
         where = self.base_url or DEFAULT_ANTHROPIC_BASE_URL
         reader = _EventReader()
+        # Set once the server answered: a connection lost after that broke off the stream.
+        answered = False
         try:
             # A client per call, so changed settings or credentials apply to the next call. An
             # empty key or base URL is left to the SDK's own lookup (environment, profiles).
@@ -201,6 +203,7 @@ class AnthropicProvider(LlmProvider):
                     tool_choice=forced_choice(force_tool) if force_tool else anthropic.omit,
                     stream=True,
                 )
+                answered = True
                 with events:
                     for event in events:
                         yield from reader.read(event)
@@ -219,11 +222,16 @@ class AnthropicProvider(LlmProvider):
                 f"Anthropic API at {where} did not answer within {self.timeout:g}s"
             ) from error
         except anthropic.APIConnectionError as error:
+            if answered:
+                # Newer SDKs wrap a connection lost mid-stream too (older ones: below).
+                raise LlmError(
+                    f"Anthropic API at {where} broke off the stream: {error.message}"
+                ) from error
             raise LlmError(f"cannot reach Anthropic API at {where}: {error.message}") from error
         except anthropic.AnthropicError as error:
             raise LlmError(f"Anthropic API at {where}: {error}") from error
         except httpx2.HTTPError as error:
-            # Unlike the initial request, a connection lost mid-stream is not wrapped by the SDK.
+            # A connection lost mid-stream, which older SDKs do not wrap.
             raise LlmError(f"Anthropic API at {where} broke off the stream: {error!r}") from error
         except json.JSONDecodeError as error:
             raise LlmError(f"Anthropic API at {where} sent a malformed event: {error}") from error
