@@ -74,7 +74,8 @@ def apply(
         "close_reason": reason,
         "updated_at": now,
     }
-    where, params = "{status} = %s", list[Any]([from_status])
+    where = "{status} = %s"
+    params: list[Any] = [from_status]
     if unless is not None:
         where = f"{where} AND {unless[0]}"
         params += unless[1]

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from protocol.outbound import EVENT_MODELS, Event, UnknownEvent
-from sessions_app.models import Session, SessionEvent
+from sessions_app.models import Session, SessionEvent, event_frame
 from vancetope.infra import fastsql
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 
@@ -70,14 +70,9 @@ def record_events(session_id: int, items: Sequence[Event]) -> list[Frame]:
         ]
         fastsql.insert_values(SessionEvent, rows)
     return [
-        (first + offset, json.dumps(frame_of(first + offset, event, data)))
+        (first + offset, json.dumps(event_frame(first + offset, event, data)))
         for offset, (event, data) in enumerate(items)
     ]
-
-
-def frame_of(seq: int, event: str, data: dict[str, Any]) -> dict[str, Any]:
-    """An event's frame as the socket sends it (SessionEvent.as_frame gives the same)."""
-    return {"type": "event", "seq": seq, "event": event, "data": data}
 
 
 class EventPusher:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -107,6 +108,12 @@ class Session(models.Model):
         return f"session.{self.pk}"
 
 
+def event_frame(seq: int, event: str, data: Any) -> dict[str, object]:
+    """An event's frame as the socket sends it: a stored event's (SessionEvent.as_frame), and
+    one's being stored (sessions_app.events.record_events)."""
+    return {"type": "event", "seq": seq, "event": event, "data": data}
+
+
 class SessionEvent(models.Model):
     """An event sent to the session's client, kept so a reconnecting client can replay it."""
 
@@ -128,9 +135,7 @@ class SessionEvent(models.Model):
         return f"{self.session_id}#{self.seq} {self.event}"
 
     def as_frame(self) -> dict[str, object]:
-        """The frame as the socket sends it (sessions_app.events.frame_of, for an event being
-        stored)."""
-        return {"type": "event", "seq": self.seq, "event": self.event, "data": self.data}
+        return event_frame(self.seq, self.event, self.data)
 
     def frame_text(self) -> str:
         """The frame as the socket sends it (JSON text)."""

@@ -6,7 +6,8 @@ worker that lost its lease writes nothing.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
@@ -126,7 +127,7 @@ def commit_turn(
         ended = (
             quota is None
             and ctx.outcome is None
-            and end_run_unless_more_waits(process, lease, prepared, turn, len(messages), now)
+            and end_run_unless_more_waits(process, lease, prepared, turn, len(messages))
         )
         if not ended and lease.update(turn) != 1:
             raise lanes.LeaseLost(f"lease on {process.public_id} lost before commit")
@@ -198,10 +199,13 @@ def end_run(
     *,
     call: Call = Call.TURN_END,
     changes: dict[str, Any] | None = None,
+    unless: tuple[str, Sequence[Any]] | None = None,
 ) -> None:
     """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
-    goes out with the turn's other events)."""
-    event = lease_transition(process, lease, call, to_status, reason, release=True, changes=changes)
+    goes out with the turn's other events). `unless`: as in transitions.apply."""
+    event = lease_transition(
+        process, lease, call, to_status, reason, release=True, changes=changes, unless=unless
+    )
     prepared.events.emit_after_commit(event)
     lease.released = True
 
@@ -212,7 +216,6 @@ def end_run_unless_more_waits(
     prepared: Prepared,
     turn: dict[str, Any],
     consumed: int,
-    now: datetime,
 ) -> bool:
     """Inside the commit of a turn that left the process's fate to the lane: when no message
     waits but the `consumed` ones this turn ran, write the turn (`turn`, the row's changes),
@@ -225,21 +228,11 @@ def end_run_unless_more_waits(
     the row (PostgreSQL) is seen when the row is checked again: no message is left behind
     by a lane that let go."""
     process.last_error = turn["last_error"]
+    nothing_else_waits = ("{next_pending_seq} - 1 - {consumed_count} = %s", [consumed])
     try:
-        event = transitions.apply(
-            process,
-            Call.TURN_END,
-            Status.IDLE,
-            lease=lease,
-            changes={**turn, "lease_owner": "", "lease_expires_at": None},
-            now=now,
-            emit=False,
-            unless=("{next_pending_seq} - 1 - {consumed_count} = %s", [consumed]),
-        )
-    except transitions.TransitionLost:
+        end_run(process, lease, Status.IDLE, "", prepared, changes=turn, unless=nothing_else_waits)
+    except lanes.LeaseLost:
         return False
-    prepared.events.emit_after_commit(event)
-    lease.released = True
     return True
 
 
@@ -273,6 +266,7 @@ def lease_transition(
     *,
     release: bool = False,
     changes: dict[str, Any] | None = None,
+    unless: tuple[str, Sequence[Any]] | None = None,
 ) -> Event:
     """A status change under the lane's lease (call inside a transaction); returns the status
     event for the caller to store with its other events. A row that moved under the lease
@@ -291,6 +285,7 @@ def lease_transition(
             changes=changes,
             detail=detail,
             emit=False,
+            unless=unless,
         )
     except transitions.TransitionLost as exc:
         raise lanes.LeaseLost(str(exc)) from exc
