@@ -100,6 +100,8 @@ window.SpaceMap = (function () {
     let selectedId = null;
     // The selected node's chat process as last read: {nodeId, messages, pending, status}.
     let activity = null;
+    // The node and title last put into the rename field.
+    let titleShown = { id: null, title: null };
 
     function known(item) {
       return Boolean(item && activity && activity.nodeId === item.id);
@@ -244,7 +246,11 @@ window.SpaceMap = (function () {
       line.lastChild.setAttribute("aria-label", "a turn is running");
       parts.detail.insertBefore(line, heading.nextSibling.nextSibling);
       showActivity();
-      parts.renameInput.value = item.title;
+      // What a person types stays through a redraw; a new selection or a new title replaces it.
+      if (titleShown.id !== item.id || titleShown.title !== item.title) {
+        parts.renameInput.value = item.title;
+        titleShown = { id: item.id, title: item.title };
+      }
       const sealed = item.state === "returned";
       const busy = sealed || item.state === "returning";
       parts.split.disabled = busy || item.state === "forkHandoffPending";
