@@ -1,4 +1,5 @@
-"""Turn overhead of the Brain: N ford chat turns with the zero-latency scripted provider.
+"""Turn overhead of the Brain: N chat turns (the default chat and ford) with the zero-latency
+scripted provider.
 
 Two paths are timed, one turn at a time, wall clock around the real operation:
 
@@ -6,7 +7,7 @@ Two paths are timed, one turn at a time, wall clock around the real operation:
              reply is stored (ConversationMessage at the expected index) and the chat process
              is back to IDLE.
   websocket  `chat` frame through `vancetope.asgi.application` (origin check, bearer-token auth,
-             BrainConsumer) with channels' WebsocketCommunicator, in-process; timed until the
+             BrainConsumer) from a lean in-process client (InProcessSocket); timed until the
              `chat-message` event with role "assistant" for that message arrives.
 
 Each (runtime, path) pair runs in its own child process, because Django reads its settings
@@ -204,16 +205,76 @@ def bench_service(user: Any, project: Any, args: argparse.Namespace) -> list[flo
     return samples
 
 
+class InProcessSocket:
+    """A WebSocket client of an ASGI application in this process: the ASGI websocket events
+    in and out through two queues, as asgiref's ApplicationCommunicator passes them, and no
+    more. Not channels' WebsocketCommunicator: that test tool patches
+    `channels.db.close_old_connections` with `unittest.mock` around every frame in and out
+    (about seven a turn) and arms a timer for each frame read, a tenth of a turn's Python time
+    that the client, not the Brain, spends (BrainConsumer never takes that path)."""
+
+    def __init__(self, application: Any, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+        self.application = application
+        self.scope = {
+            "type": "websocket",
+            "path": path,
+            "query_string": b"",
+            "headers": headers,
+            "subprotocols": [],
+        }
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    async def connect(self, deadline: float) -> bool:
+        self.task = asyncio.create_task(
+            self.application(self.scope, self.inbox.get, self.outbox.put)
+        )
+        self.inbox.put_nowait({"type": "websocket.connect"})
+        accepted = await self._next(deadline)
+        return accepted is not None and accepted["type"] == "websocket.accept"
+
+    def send_json(self, data: dict[str, Any]) -> None:
+        self.inbox.put_nowait({"type": "websocket.receive", "text": json.dumps(data)})
+
+    async def receive_json(self, deadline: float) -> dict[str, Any] | None:
+        """The next frame, or None when the deadline passed first."""
+        sent = await self._next(deadline)
+        if sent is None:
+            return None
+        if sent["type"] != "websocket.send" or "text" not in sent:
+            raise TurnFailed(f"the socket sent {sent!r}, not a text frame")
+        frame: dict[str, Any] = json.loads(sent["text"])
+        return frame
+
+    async def _next(self, deadline: float) -> dict[str, Any] | None:
+        if not self.outbox.empty():  # a batch's later frames: no timer
+            return self.outbox.get_nowait()
+        assert self.task is not None
+        if self.task.done():
+            self.task.result()  # the application's own error
+            raise TurnFailed("the socket's application ended")
+        try:
+            async with asyncio.timeout(max(deadline - time.perf_counter(), 0)):
+                return await self.outbox.get()
+        except TimeoutError:
+            if self.task.done():
+                self.task.result()
+            return None
+
+    async def disconnect(self, deadline: float) -> None:
+        self.inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        if self.task is not None:
+            async with asyncio.timeout(max(deadline - time.perf_counter(), 0)):
+                await self.task
+
+
 async def _receive_until(
-    communicator: Any, wanted: Callable[[dict[str, Any]], bool], deadline: float, what: str
+    socket: InProcessSocket, wanted: Callable[[dict[str, Any]], bool], deadline: float, what: str
 ) -> dict[str, Any]:
     for _ in range(MAX_FRAMES_PER_TURN):
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            break
-        try:
-            frame = await communicator.receive_json_from(timeout=remaining)
-        except TimeoutError:
+        frame = await socket.receive_json(deadline)
+        if frame is None:
             break
         if frame.get("type") == "error":
             raise TurnFailed(f"{what}: error frame {frame}")
@@ -234,15 +295,12 @@ async def _engine_of(public_id: str) -> str:
 
 
 async def bench_websocket(project: Any, token: str, args: argparse.Namespace) -> list[float]:
-    from channels.testing import WebsocketCommunicator
-
     from vancetope.asgi import application
 
-    communicator = WebsocketCommunicator(
+    socket = InProcessSocket(
         application, "/ws/brain/", headers=[(b"authorization", f"Bearer {token}".encode())]
     )
-    connected, _ = await communicator.connect(timeout=args.turn_timeout)
-    if not connected:
+    if not await socket.connect(time.perf_counter() + args.turn_timeout):
         raise TurnFailed("WebSocket connect refused")
     samples: list[float] = []
     try:
@@ -253,9 +311,9 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
         }
         if recipe_of(args.chat) is not None:
             data["recipe"] = recipe_of(args.chat)
-        await communicator.send_json_to({"type": "session-create", "id": "create", "data": data})
+        socket.send_json({"type": "session-create", "id": "create", "data": data})
         created = await _receive_until(
-            communicator,
+            socket,
             lambda frame: frame.get("replyTo") == "create",
             time.perf_counter() + args.turn_timeout,
             "session-create",
@@ -270,11 +328,9 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
 
         for turn in range(args.warmup + args.turns):
             start = time.perf_counter()
-            await communicator.send_json_to(
-                {"type": "chat", "id": f"c{turn}", "data": {"text": turn_text(turn)}}
-            )
+            socket.send_json({"type": "chat", "id": f"c{turn}", "data": {"text": turn_text(turn)}})
             frame = await _receive_until(
-                communicator, is_reply, start + args.turn_timeout, f"turn {turn}"
+                socket, is_reply, start + args.turn_timeout, f"turn {turn}"
             )
             elapsed = time.perf_counter() - start
             if frame["data"]["text"] != expected_reply(turn):
@@ -284,9 +340,9 @@ async def bench_websocket(project: Any, token: str, args: argparse.Namespace) ->
     except BaseException:
         # Leave with the original error, not with one from closing a broken socket.
         with contextlib.suppress(Exception):
-            await communicator.disconnect(timeout=args.turn_timeout)
+            await socket.disconnect(time.perf_counter() + args.turn_timeout)
         raise
-    await communicator.disconnect(timeout=args.turn_timeout)
+    await socket.disconnect(time.perf_counter() + args.turn_timeout)
     return samples
 
 
