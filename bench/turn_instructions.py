@@ -59,6 +59,7 @@ def count(root: Path, chat: str, turns: int, args: argparse.Namespace) -> int:
             turn_timeout=args.turn_timeout,
             poll_ms=2.0,
             profile=None,
+            stages=False,
             child_timeout=args.child_timeout,
         )
         result = _run_child(

@@ -73,6 +73,7 @@ from peers import (
 )
 from turn_costs import cost_model, print_cost_model
 from turn_report import print_budgets, print_overhead, print_peer, print_table
+from turn_stages import Stamps, print_timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("embedded", "postgres+redis")
@@ -417,6 +418,9 @@ def child_main(args: argparse.Namespace) -> None:
     bytes_before = stored_bytes()
 
     profiles = ThreadProfiles() if args.profile else None
+    stamps = Stamps() if args.stages and args.runtime == "embedded" else None
+    if stamps is not None:
+        stamps.install(InProcessSocket)
     if profiles is not None:
         assert counter is not None
         counter.reset()
@@ -434,6 +438,8 @@ def child_main(args: argparse.Namespace) -> None:
         shutdown_worker(wait=True)
         if profiles is not None:
             profiles.stop(args.profile)
+        if stamps is not None:
+            stamps.uninstall()
     # Every turn of the session, the warm-up's too: what the database grew by per turn.
     bytes_per_turn = (stored_bytes() - bytes_before) / (args.warmup + args.turns)
     model = None
@@ -467,6 +473,7 @@ def child_main(args: argparse.Namespace) -> None:
         "rss_peak_mb": peak_rss_mb(),
         "bytes_per_turn": bytes_per_turn,
         "cost_model": model,
+        "stages": stamps.timeline(args.warmup) if stamps is not None else None,
         "database": f"{connection.vendor} {connection.settings_dict['NAME']}",
         "channel_layer": settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1],
         "worker": settings.VANCETOPE_WORKER,
@@ -621,6 +628,8 @@ def _run_child(
         "--result-file",
         str(result_file),
     ]
+    if args.stages:
+        command.append("--stages")
     if args.profile is not None:
         kept = args.profile != "-"
         pstats_path = f"{args.profile}.{runtime}.{chat}.{path}.pstats" if kept else None
@@ -687,6 +696,7 @@ def parent_main(args: argparse.Namespace) -> int:
     met = print_budgets(results, peer)
     for row in results:
         print_cost_model(row)
+        print_timeline(row)
     measured, within = True, True
     if args.observability == "both":
         measured, within = print_overhead(results, args)
@@ -724,6 +734,12 @@ def main() -> int:
         metavar="PREFIX",
         help="print each row's cost model from cProfile (all threads) and a count of its "
         "statements; with PREFIX, also keep the stats in PREFIX.<runtime>.<chat>.<path>.pstats",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="print where each embedded row's turn spends its wall time: the median ms from "
+        "the chat frame's send at which each stage begins and ends (bench/turn_stages.py)",
     )
     parser.add_argument(
         "--observability",
