@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.core.exceptions import FieldDoesNotExist
@@ -30,9 +30,10 @@ _KEPT_TYPES: set[type] = {str, int}
 # None where no shortcut gives what the field gives.
 _utc_adapters: dict[tuple[str, int], Callable[[datetime], Any] | None] = {}
 # The datetimes a shortcut is tried on: with and without microseconds (text leaves out
-# ".000000"), before and after 2000.
+# ".000000"), before and after 2000, and a day apart (in case a field shifts dates).
 _PROBES = (
     datetime(2026, 12, 4, 19, 7, 1, 234567, tzinfo=UTC),
+    datetime(2026, 12, 5, 19, 7, 1, 234567, tzinfo=UTC),
     datetime(1999, 1, 2, 3, 4, 5, tzinfo=UTC),
 )
 
@@ -48,18 +49,17 @@ def _naive_text(value: datetime) -> str:
 def _utc_adapter(field: Any, db: Any) -> Callable[[datetime], Any] | None:
     """What `field.get_db_prep_save(value, db)` does to an aware UTC datetime, as a shortcut:
     the value as given (PostgreSQL: the driver adapts it) or its naive text (SQLite with
-    USE_TZ and a UTC connection), whichever gives what the field gives for every probe (and
-    a probe a day later, in case a field shifts dates); None when neither does (a date field,
-    a connection in another time zone, USE_TZ off: then the field adapts every value). The
-    field's own adaptation is a dozen calls through its prep, the time zone checks and the
-    backend's adapter for each of a turn's twenty datetimes."""
-    probes = (*_PROBES, _PROBES[0] + timedelta(days=1))
+    USE_TZ and a UTC connection), whichever gives what the field gives for every probe;
+    None when neither does (a date field, a connection in another time zone, USE_TZ off: then
+    the field adapts every value). The field's own adaptation is a dozen calls through its
+    prep, the time zone checks and the backend's adapter for each of a turn's twenty
+    datetimes."""
     try:
-        wanted = [field.get_db_prep_save(probe, db) for probe in probes]
+        wanted = [field.get_db_prep_save(probe, db) for probe in _PROBES]
     except (TypeError, ValueError):
         return None
     for shortcut in (_as_given, _naive_text):
-        if all(shortcut(probe) == found for probe, found in zip(probes, wanted, strict=True)):
+        if all(shortcut(probe) == found for probe, found in zip(_PROBES, wanted, strict=True)):
             return shortcut
     return None
 
