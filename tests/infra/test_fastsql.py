@@ -7,7 +7,9 @@ from datetime import timedelta
 
 import pytest
 from django.core.exceptions import FieldDoesNotExist
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.transaction import TransactionManagementError
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
@@ -347,3 +349,54 @@ def test_build_gives_the_instance_the_model_gives_from_the_same_fields():
 def test_build_refuses_a_name_that_is_not_an_attname():
     with pytest.raises(FieldDoesNotExist, match="session"):
         fastsql.build(SessionEvent, {"session": 3, "seq": 1})
+
+
+def test_a_statement_that_breaks_a_constraint_raises_djangos_error_and_changes_nothing(alice):
+    # given: a pending message at seq 1
+    session = open_session(alice)
+    process_id = session.chat_process_id
+    PendingMessage.objects.create(process_id=process_id, seq=1, kind=PendingKind.USER)
+    duplicate = fastsql.build(
+        PendingMessage, {"process_id": process_id, "seq": 1, "kind": PendingKind.USER}
+    )
+    # when: a second row at the same seq, outside a transaction and inside one
+    with pytest.raises(IntegrityError):
+        fastsql.insert([duplicate], returning_pk=True)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        fastsql.insert_values(
+            PendingMessage, [{"process_id": process_id, "seq": 1, "kind": PendingKind.USER}]
+        )
+    # then: the driver's error came as Django's, and the connection still works
+    assert PendingMessage.objects.filter(process_id=process_id).count() == 1
+    assert fastsql.update(PendingMessage, "{process_id} = %s", [process_id], {"seq": 2}) == 1
+
+
+def test_a_transaction_that_must_roll_back_refuses_further_statements(alice):
+    session = open_session(alice)
+    PendingMessage.objects.create(process_id=session.chat_process_id, seq=1, kind=PendingKind.USER)
+    with transaction.atomic():
+        with pytest.raises(IntegrityError), transaction.atomic(savepoint=False):
+            PendingMessage.objects.create(
+                process_id=session.chat_process_id, seq=1, kind=PendingKind.USER
+            )
+        # The failed block without a savepoint marked the whole transaction for rollback.
+        with pytest.raises(TransactionManagementError):
+            fastsql.update(ThinkProcess, "{id} = %s", [session.chat_process_id], {"depth": 3})
+    assert ThinkProcess.objects.get(pk=session.chat_process_id).depth == 0
+
+
+def test_statements_are_seen_by_execute_wrappers_and_logged_while_queries_are(alice):
+    session = open_session(alice)
+    seen: list[str] = []
+
+    def wrapper(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        seen.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(wrapper):
+        fastsql.update(ThinkProcess, "{id} = %s", [session.chat_process_id], {"depth": 1})
+    with CaptureQueriesContext(connection) as captured:
+        fastsql.update(ThinkProcess, "{id} = %s", [session.chat_process_id], {"depth": 2})
+    assert [sql.split()[0] for sql in seen] == ["UPDATE"]
+    assert [query["sql"].split()[0] for query in captured] == ["UPDATE"]
+    assert ThinkProcess.objects.get(pk=session.chat_process_id).depth == 2
