@@ -58,6 +58,7 @@ import dataclasses
 import functools
 import json
 import math
+import operator
 import os
 import re
 import threading
@@ -163,9 +164,12 @@ def split_into_word_deltas(text: str) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def count_words(text: str) -> int:
     # Cached: every call counts the whole history again, and a long conversation's earlier
-    # messages are the same string objects each time (their hash is kept), so a turn's cost
-    # does not grow with the conversation's length.
+    # messages are the same string objects each time (their hash is kept), so each earlier
+    # message costs a cache lookup, not a split.
     return len(text.split())
+
+
+CONTENT = operator.attrgetter("content")
 
 
 class ScriptedProvider(LlmProvider):
@@ -187,6 +191,7 @@ class ScriptedProvider(LlmProvider):
             self.script_path = Path(script)
             script = load_script_file(self.script_path)
         self.rules = parse_script(script if script is not None else [], source=self.script_path)
+        self._reads_system_prompt = any(rule.matches_system_prompt for rule in self.rules)
         # `times` counters and tool-call ids are per instance; the factory caches the instance
         # so both survive between calls in one process.
         self._lock = threading.Lock()
@@ -220,7 +225,13 @@ class ScriptedProvider(LlmProvider):
             (message.content for message in reversed(messages) if message.role == "user"), ""
         )
         this_turn = messages_since_last_user(messages)
-        system_prompt = "".join([m.content for m in messages if m.role == "system"])
+        # Read only by a rule that matches the system prompt: a script without one (the echo
+        # of the benchmarks) does not join a long history's system messages on every call.
+        system_prompt = (
+            "".join([m.content for m in messages if m.role == "system"])
+            if self._reads_system_prompt
+            else ""
+        )
         # A call that names no model asks for the provider's own: rules match on that.
         asked = info or CallInfo()
         asked = dataclasses.replace(asked, model=asked.model or self.model)
@@ -231,7 +242,7 @@ class ScriptedProvider(LlmProvider):
             raise LlmError(rule.error)
         reply = rule.reply if rule else f"echo: {last_user_message}"
         # Counted by map over the cached count: no Python frame per message of a long history.
-        prompt_tokens = sum(map(count_words, [message.content for message in messages]))
+        prompt_tokens = sum(map(count_words, map(CONTENT, messages)))
         delay, delay_per_delta = 0.0, self.delay_per_delta
         if rule is not None:
             delay = rule.delay
