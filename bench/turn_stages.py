@@ -2,8 +2,9 @@
 
 The child stamps the clock (`time.perf_counter`, with the thread's name) as each of the turn's
 stages begins and ends: the bench's client sending and reading frames, the consumer, the
-service thread that runs `send_chat`, the lane's thread, its lease, the context, the engine and
-its LLM call, the commit and each transaction's COMMIT, the push of the events and their
+thread that runs `send_chat` (the chat's lane thread, which then runs the turn; a service
+thread where no lane thread is free), the lane's thread, its lease, the context, the engine
+and its LLM call, the commit and each transaction's COMMIT, the push of the events and their
 delivery to the socket. Each timed turn is cut out at the client's send of its `chat` frame,
 and the table gives, per stage and occurrence in a turn, the median milliseconds from that
 send at which it began and ended. The stamps are Python wrappers around those functions, about
@@ -39,6 +40,7 @@ STAGES = (
     ("send_chat", "processes.actions.steer", "send_chat"),
     ("lane woken", "processes.lane.worker", "InProcessWorker.submit"),
     ("lane thread", "processes.lane.worker", "InProcessWorker._run"),
+    ("chat's lane thread", "processes.lane.worker", "InProcessWorker._call_then_drive"),
     ("lease", "processes.lane.lease", "try_acquire"),
     ("context", "processes.lane.driver", "prepare"),
     ("engine", "processes.lane.driver", "_steer"),

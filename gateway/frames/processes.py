@@ -7,6 +7,7 @@ from typing import Any
 
 from gateway.frames.errors import in_frame
 from gateway.frames.socket import FrameHandler, Socket
+from gateway.lane_calls import call_then_drive
 from processes import queries
 from processes.actions import create, lifecycle
 from processes.actions import steer as steering
@@ -30,7 +31,8 @@ LIFECYCLE_REPLIES = {
 
 
 async def chat(socket: Socket, frame: p.Chat) -> None:
-    steered = await call_service(
+    # Accepted and its turn run by one lane thread where one is free (gateway/lane_calls.py).
+    steered = await call_then_drive(
         steering.send_chat, socket.bound_session_id(), frame.data.text, user=socket.user
     )
     data = out.PendingData(

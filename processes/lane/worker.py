@@ -9,35 +9,129 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class InProcessWorker:
     def __init__(self, threads: int) -> None:
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane")
+        self._threads = threads
         self._queued: set[int] = set()
         self._lock = threading.Lock()
+        # Jobs submitted and not finished (queued or running): below `_threads`, a new job
+        # starts at once.
+        self._in_flight = 0
+        # The lane wakes that a `call_then_drive` call made in this thread (None: not in one).
+        self._local = threading.local()
         self.stopping = threading.Event()
 
     def submit(self, process_id: int) -> Future[None] | None:
         if self.stopping.is_set():
             return None
+        kept = getattr(self._local, "wakes", None)
+        if kept is not None:
+            # The call running in this thread drives its own wakes once it has returned.
+            if process_id not in kept:
+                kept.append(process_id)
+            return None
         with self._lock:
             if process_id in self._queued:
                 return None
             self._queued.add(process_id)
-        return self._executor.submit(self._run, process_id)
+        return self._submit(self._run, process_id)
 
     def submit_start(self, process_id: int) -> Future[None] | None:
         """Start a spawned child (the start task), in a pool thread."""
         if self.stopping.is_set():
             return None
-        return self._executor.submit(self._run, process_id, start=True)
+        return self._submit(self._run, process_id, start=True)
+
+    def call_then_drive(
+        self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
+    ) -> bool:
+        """Run `call` in a pool thread that is free now, hand its result (or its error) to
+        `done`, then drive there the lanes it woke: a person's chat is accepted and its turn
+        run by one thread, without a service thread and a second hop to a lane's (the
+        embedded Brain's socket does this, gateway/frames/processes.py). False, and nothing
+        run, when every thread is taken (the call would wait behind other turns) or the pool
+        is stopping: the caller runs `call` its usual way."""
+        with self._lock:
+            if self.stopping.is_set() or self._in_flight >= self._threads:
+                return False
+            self._in_flight += 1
+        try:
+            self._executor.submit(self._call_then_drive, call, done)
+        except RuntimeError:  # shut down meanwhile
+            with self._lock:
+                self._in_flight -= 1
+            return False
+        return True
+
+    def _submit(self, fn: Callable[..., None], *args: Any, **kwargs: Any) -> Future[None]:
+        with self._lock:
+            self._in_flight += 1
+        try:
+            return self._executor.submit(self._counted, fn, *args, **kwargs)
+        except BaseException:
+            with self._lock:
+                self._in_flight -= 1
+            raise
+
+    def _counted(self, fn: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _call_then_drive(
+        self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
+    ) -> None:
+        from processes.lane.tasks import drive_lane_task
+
+        try:
+            wakes = self._collect_wakes(call, done)
+            for process_id in wakes:
+                if self.stopping.is_set():
+                    break  # not driven: its message stays pending for recovery's sweep
+                try:
+                    drive_lane_task.run(process_id)
+                except Exception:
+                    log.exception("lane tp_%s failed", process_id)
+        finally:
+            close_old_connections()
+            with self._lock:
+                self._in_flight -= 1
+
+    def _collect_wakes(
+        self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
+    ) -> list[int]:
+        """Run `call` with the lane wakes it makes kept back, tell `done`; the wakes."""
+        wakes: list[int] = []
+        self._local.wakes = wakes
+        close_old_connections()
+        try:
+            result: T | None = call()
+            error: BaseException | None = None
+        except BaseException as exc:
+            # The wakes stay: a transaction the call committed before it failed woke them.
+            result, error = None, exc
+        finally:
+            self._local.wakes = None
+        try:
+            done(result, error)
+        except Exception:
+            # Its caller is gone (a closed socket's loop): what the call stored stays stored.
+            log.exception("the reply to a call in a lane thread failed")
+        return wakes
 
     def _run(self, process_id: int, *, start: bool = False) -> None:
         from processes.lane.tasks import drive_lane_task, start_process_task
