@@ -16,7 +16,11 @@ from vancetope.transition_record import TransitionRecord
 
 
 class ThinkProcess(models.Model):
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="processes")
+    # No index of its own: the (session, status) index leads with it (a page less to write
+    # per status change).
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="processes", db_index=False
+    )
     parent = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
     )
@@ -133,7 +137,11 @@ class PendingKind(models.TextChoices):
 class PendingMessage(models.Model):
     """Append-only; consumed exactly once, by the turn that stores its outcome."""
 
-    process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="pending")
+    # No index of its own: the unique (process, seq) index leads with it (a page less to write
+    # per message).
+    process = models.ForeignKey(
+        ThinkProcess, on_delete=models.CASCADE, related_name="pending", db_index=False
+    )
     seq = models.PositiveBigIntegerField()
     kind = models.CharField(max_length=16, choices=PendingKind.choices)
     payload = models.JSONField(default=dict)
@@ -175,7 +183,11 @@ class ConversationMessage(models.Model):
     """One message of a process's conversation; turns append, nothing rewrites history (an
     undo only marks messages undone)."""
 
-    process = models.ForeignKey(ThinkProcess, on_delete=models.CASCADE, related_name="conversation")
+    # No index of its own: the unique (process, index) index leads with it (a page less to write
+    # per message).
+    process = models.ForeignKey(
+        ThinkProcess, on_delete=models.CASCADE, related_name="conversation", db_index=False
+    )
     index = models.PositiveIntegerField()
     role = models.CharField(max_length=16)
     content = models.TextField(blank=True)

@@ -60,8 +60,10 @@ class RunLog(models.Model):
     triggers/transitions.py."""
 
     # Whom the run is for: who sees it, who is notified. A system session's owner is _system.
+    # No index of its own: the (owner, started_at) index leads with it (a page less to write
+    # per run).
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="run_logs"
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="run_logs", db_index=False
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="run_logs")
     session = models.ForeignKey(

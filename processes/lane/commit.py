@@ -119,8 +119,14 @@ def commit_turn(
             "llm_calls": fastsql.Add(ctx.usage.llm_calls),
             **estimated(ctx.usage),
             "last_error": error,
-            # Set when the turn blocks on an external key; any other turn clears it.
-            "blocked_by_external": ctx.external_key,
+            # Set when the turn blocks on an external key; any other turn clears it (written
+            # only when it changes: the column is indexed, and an index is rewritten whenever
+            # its column is set).
+            **(
+                {"blocked_by_external": ctx.external_key}
+                if ctx.external_key != process.blocked_by_external
+                else {}
+            ),
             "updated_at": now,
             "lease_expires_at": now + timedelta(seconds=lanes.lease_seconds()),
         }
@@ -186,6 +192,7 @@ def commit_turn(
     process.llm_calls += ctx.usage.llm_calls
     process.usage_estimated = process.usage_estimated or ctx.usage.estimated
     process.last_error = error
+    process.blocked_by_external = ctx.external_key
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
 
