@@ -95,19 +95,12 @@ class InProcessWorker:
     def _call_then_drive(
         self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
     ) -> None:
-        from processes.lane.tasks import drive_lane_task
-
         try:
-            wakes = self._collect_wakes(call, done)
-            for process_id in wakes:
+            for process_id in self._collect_wakes(call, done):
                 if self.stopping.is_set():
                     break  # not driven: its message stays pending for recovery's sweep
-                try:
-                    drive_lane_task.run(process_id)
-                except Exception:
-                    log.exception("lane tp_%s failed", process_id)
+                self._run(process_id)
         finally:
-            close_old_connections()
             with self._lock:
                 self._in_flight -= 1
 

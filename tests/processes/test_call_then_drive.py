@@ -57,8 +57,8 @@ def test_the_call_answers_and_its_lane_runs_in_the_same_thread(alice, pool, monk
         return drive(process_id)
 
     monkeypatch.setattr(tasks.drive_lane_task, "run", recorded)
-    hops: list[int] = []
-    monkeypatch.setattr(pool, "_run", lambda process_id, **_: hops.append(process_id))
+    hops: list[object] = []
+    monkeypatch.setattr(pool, "_submit", lambda *job, **_: hops.append(job))
     answer = Answer()
     # when
     assert pool.call_then_drive(lambda: send_chat(session.pk, "hello"), answer)
