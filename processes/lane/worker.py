@@ -63,20 +63,21 @@ class InProcessWorker:
         embedded Brain's socket does this, gateway/frames/processes.py). False, and nothing
         run, when every thread is taken (the call would wait behind other turns) or the pool
         is stopping: the caller runs `call` its usual way."""
-        with self._lock:
-            if self.stopping.is_set() or self._in_flight >= self._threads:
-                return False
-            self._in_flight += 1
-        try:
-            self._executor.submit(self._call_then_drive, call, done)
-        except RuntimeError:  # shut down meanwhile
-            with self._lock:
-                self._in_flight -= 1
+        if self.stopping.is_set():
             return False
-        return True
+        try:
+            return self._submit(self._call_then_drive, call, done, if_free=True) is not None
+        except RuntimeError:  # shut down meanwhile
+            return False
 
-    def _submit(self, fn: Callable[..., None], *args: Any, **kwargs: Any) -> Future[None]:
+    def _submit(
+        self, fn: Callable[..., None], *args: Any, if_free: bool = False, **kwargs: Any
+    ) -> Future[None] | None:
+        """Run `fn` in the pool, counted in `_in_flight` until it ends; with `if_free`, only
+        if a thread is free to start it now (None otherwise)."""
         with self._lock:
+            if if_free and self._in_flight >= self._threads:
+                return None
             self._in_flight += 1
         try:
             return self._executor.submit(self._counted, fn, *args, **kwargs)
@@ -95,14 +96,10 @@ class InProcessWorker:
     def _call_then_drive(
         self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]
     ) -> None:
-        try:
-            for process_id in self._collect_wakes(call, done):
-                if self.stopping.is_set():
-                    break  # not driven: its message stays pending for recovery's sweep
-                self._run(process_id)
-        finally:
-            with self._lock:
-                self._in_flight -= 1
+        for process_id in self._collect_wakes(call, done):
+            if self.stopping.is_set():
+                break  # not driven: its message stays pending for recovery's sweep
+            self._run(process_id)
 
     def _collect_wakes(
         self, call: Callable[[], T], done: Callable[[T | None, BaseException | None], None]

@@ -57,8 +57,14 @@ def test_the_call_answers_and_its_lane_runs_in_the_same_thread(alice, pool, monk
         return drive(process_id)
 
     monkeypatch.setattr(tasks.drive_lane_task, "run", recorded)
-    hops: list[object] = []
-    monkeypatch.setattr(pool, "_submit", lambda *job, **_: hops.append(job))
+    jobs: list[object] = []
+    submit = pool._submit
+
+    def recorded_job(fn, *args, **kwargs):  # type: ignore[no-untyped-def]
+        jobs.append(getattr(fn, "__name__", fn))
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "_submit", recorded_job)
     answer = Answer()
     # when
     assert pool.call_then_drive(lambda: send_chat(session.pk, "hello"), answer)
@@ -68,7 +74,8 @@ def test_the_call_answers_and_its_lane_runs_in_the_same_thread(alice, pool, monk
     assert answer.result.message.process_id == chat
     settled(chat, Status.IDLE)
     assert driven == [(chat, answer.thread)]
-    assert hops == []  # no lane job of its own: no second hop between threads
+    # one job, the call's: its lane got no job of its own, so no second hop between threads
+    assert jobs == ["_call_then_drive"]
     assert answer.thread.startswith("lane")
     replies = ConversationMessage.objects.filter(process_id=chat, role="assistant")
     assert [message.content for message in replies] == ["echo: hello"]
