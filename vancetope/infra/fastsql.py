@@ -156,14 +156,14 @@ def sql(model: type[Model], template: str) -> str:
 
 
 def _build_select(
-    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str, rows: bool
+    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str, models: bool
 ) -> _Select:
     meta = model._meta
     fields: list[Any] = list(meta.concrete_fields)
-    if names is not None:  # for rows, in the model's order, as Model.from_db reads them
+    if names is not None:  # for instances, in the model's order, as Model.from_db reads them
         order = {key: n for n, field in enumerate(fields) for key in (field.name, field.attname)}
         fields = [
-            meta.get_field(n) for n in (sorted(names, key=order.__getitem__) if rows else names)
+            meta.get_field(n) for n in (sorted(names, key=order.__getitem__) if models else names)
         ]
     columns = ", ".join(_quote(field.column) for field in fields)
     converters = []
@@ -180,14 +180,14 @@ def _build_select(
 
 
 def _select(
-    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str, rows: bool
+    db: Any, model: type[Model], names: Sequence[str] | None, where: str, tail: str, models: bool
 ) -> _Select:
-    """The statement and its columns; `rows`: they make model instances (`names` then come
+    """The statement and its columns; `models`: they make model instances (`names` then come
     in the model's field order, whatever order they are given in)."""
-    key = (db.vendor, model, None if names is None else tuple(names), where, tail, rows)
+    key = (db.vendor, model, None if names is None else tuple(names), where, tail, models)
     found = _selects.get(key)
     if found is None:
-        found = _build_select(db, model, names, where, tail, rows)
+        found = _build_select(db, model, names, where, tail, models)
         with _lock:
             _selects[key] = found
     return found
