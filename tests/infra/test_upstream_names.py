@@ -125,6 +125,7 @@ NAMES = [
         "WebSocketServerFactory()",
         lambda: autobahn.twisted.websocket.WebSocketServerFactory(),
         "failByDrop",
+        "closeHandshakeTimeout",
     ),
     # vancetope/infra/http_body.py (daphne, Twisted)
     *names("daphne.http_protocol", lambda: daphne_http(), "WebRequest", "HTTPFactory"),

@@ -6,6 +6,12 @@ client sees the connection vanish, with no code saying why. The Brain promises 1
 over what the server reads (README, VANCETOPE_MAX_FRAME_BYTES). daphne builds its autobahn
 factory in `Server.run()` and passes no such option, so it is set on that factory once the
 server listens (`ready_callable`), before any connection copies the factory's options.
+
+After its close frame, autobahn waits `closeHandshakeTimeout` (1 s by default) for the client's
+and then aborts the TCP connection. A client still writing the rest of the frame that was too
+big (or busy on a loaded machine) answers later than that, and the abort (a reset) can destroy
+the close frame it had not yet read: it saw a reset, not 1009. The Brain waits as long as the
+`websockets` library does by default before it gives up on a close (10 s).
 """
 
 from __future__ import annotations
@@ -27,7 +33,16 @@ def when_ready(server: Any, step: Callable[[], None]) -> None:
     server.ready_callable = ready
 
 
+# Seconds a client has to answer the Brain's close frame before its connection is aborted.
+CLOSE_HANDSHAKE_SECONDS = 10
+
+
 def close_with_a_code(server: Any) -> None:
     """Make `server` (a daphne Server, not yet run) close failed WebSocket connections with a
-    close frame and its code."""
-    when_ready(server, lambda: server.ws_factory.setProtocolOptions(failByDrop=False))
+    close frame and its code, and give the client time to answer it."""
+    when_ready(
+        server,
+        lambda: server.ws_factory.setProtocolOptions(
+            failByDrop=False, closeHandshakeTimeout=CLOSE_HANDSHAKE_SECONDS
+        ),
+    )
