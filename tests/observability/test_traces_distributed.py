@@ -17,11 +17,10 @@ from django.db import connection
 from tests.e2e.brain import CeleryWorker
 from tests.support.observability import (
     OtlpReceiver,
-    assert_one_tree_trace,
     saturn_script,
     start_saturn,
+    wait_for_tree_trace,
 )
-from tests.support.waiting import wait_until
 from vancetope.celery import app as celery_app
 
 pytestmark = [
@@ -76,12 +75,4 @@ def test_an_arthur_marvin_worker_tree_is_one_trace_across_the_celery_hop(alice, 
     chat_id, marvin, workers = start_saturn(alice)
 
     # then, once the worker has exported its spans, the tree is one trace
-    def complete() -> bool:
-        try:
-            assert_one_tree_trace(traced_worker.received(), chat_id, marvin, workers)
-        except (AssertionError, KeyError, ValueError):
-            return False
-        return True
-
-    wait_until(complete, timeout=30)
-    assert_one_tree_trace(traced_worker.received(), chat_id, marvin, workers)
+    wait_for_tree_trace(traced_worker.received, chat_id, marvin, workers)

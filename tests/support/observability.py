@@ -5,7 +5,7 @@ exporter, or decoded from OTLP/HTTP requests a Celery worker sent), and samples 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -187,6 +187,28 @@ def start_saturn(tenancy: Tenancy) -> tuple[int, ThinkProcess, list[ThinkProcess
     workers = list(ThinkProcess.objects.filter(parent=marvin).order_by("pk"))
     settled(session.chat_process_id, Status.IDLE, timeout=20)
     return session.chat_process_id, marvin, workers
+
+
+def wait_for_tree_trace(
+    received: Callable[[], list[SpanRecord]],
+    chat_id: int,
+    marvin: ThinkProcess,
+    workers: list[ThinkProcess],
+    timeout: float = 30,
+) -> None:
+    """Wait until the spans received so far make the whole tree's trace, then check it once
+    more so a failure names what is missing. A turn's span ends just after its commit (which
+    already shows the process settled), and a Celery worker exports in batches."""
+
+    def complete() -> bool:
+        try:
+            assert_one_tree_trace(received(), chat_id, marvin, workers)
+        except (AssertionError, KeyError, ValueError):
+            return False
+        return True
+
+    wait_until(complete, timeout=timeout)
+    assert_one_tree_trace(received(), chat_id, marvin, workers)
 
 
 def assert_one_tree_trace(
