@@ -10,7 +10,8 @@ cancelled (-32002) nor take a message (-32004).
 
 `message/send` waits for the task to settle (VANCETOPE_A2A_WAIT_SECONDS at most) unless asked
 to return at once; `message/stream` sends the task, then an event at each change of its state
-or status message, until it settles. Both read the process row; a process that runs on a
+or status message, and ends on the settled status (sent even when the task had settled before
+the first read). Both read the process row; a process that runs on a
 Celery worker is followed the same way.
 """
 
@@ -123,6 +124,20 @@ async def serve(
         raise a2a_error(exc, over=over) from exc
 
 
+def updates(task: Task) -> list[Event]:
+    """The stream's events for the task as it stands: its artifacts, then its status."""
+    events: list[Event] = [
+        TaskArtifactUpdateEvent(
+            task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
+        )
+        for artifact in task.artifacts
+    ]
+    events.append(
+        TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+    )
+    return events
+
+
 class ProcessTasks(RequestHandler):
     """An agent's tasks are the person's processes of its recipe."""
 
@@ -142,19 +157,21 @@ class ProcessTasks(RequestHandler):
         task = await self._send(params, context)
         yield task
         last = seen(task)
+        updated = False
         while task.status.state not in SETTLED:
             await asyncio.sleep(POLL_SECONDS)
             task = await self._get(task.id, 0, context)
             if seen(task) == last:
                 continue
             last = seen(task)
-            for artifact in task.artifacts:
-                yield TaskArtifactUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, artifact=artifact, last_chunk=True
-                )
-            yield TaskStatusUpdateEvent(
-                task_id=task.id, context_id=task.context_id, status=task.status
-            )
+            for update in updates(task):
+                yield update
+            updated = True
+        if not updated:
+            # Settled before the first read (a quick turn): the stream still ends on the
+            # settled status, the event a 0.3 client reads as `final`.
+            for update in updates(task):
+                yield update
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task:
         return await self._get(params.id, params.history_length, context)

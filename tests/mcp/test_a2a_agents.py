@@ -20,11 +20,13 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
+from a2a_face import calls
 from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeScope
 from tests.support.a2a_brain import a2a_brain, a2a_client, rpc, user_message
 from tests.support.marvin import plan, worker
 from tests.support.tenancy import open_session
+from tests.support.waiting import settled
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -121,6 +123,40 @@ def test_a_chat_agent_waits_for_input_and_takes_the_next_message_as_a_steer(alic
     assert (process.status, process.close_reason) == ("CLOSED", "STOPPED")
     # and the agent's tasks are that one
     assert [task.id for task in listed.tasks] == [first.id]
+
+
+def test_a_stream_whose_task_settled_before_its_first_read_still_ends_on_that_status(
+    alice, monkeypatch
+):
+    # given ford published as an agent, and a send that answers only once the turn is over
+    # (as when a quick turn ends before the stream reads the task)
+    Recipe.objects.create(
+        name="ford", engine="ford", scope=RecipeScope.PROJECT, project=alice.project, a2a=True
+    )
+    sent = calls.send
+
+    def send_then_settle(user, agent, **fields) -> Task:
+        task = sent(user, agent, **fields)
+        settled(int(task.id[3:]), "IDLE")
+        return calls.get(user, agent, task_id=task.id, history=fields["history"])
+
+    monkeypatch.setattr(calls, "send", send_then_settle)
+    with a2a_brain() as base:
+        agent = f"{base}/a2a/{alice.project_id}/ford"
+
+        async def talk() -> list[StreamResponse]:
+            async with a2a_client(agent, alice.token) as (client, _):
+                # when the SDK's client streams a message to it
+                return [e async for e in client.send_message(user_message("hello"))]
+
+        events = asyncio.run(talk())
+    # then the task came first, already waiting for input, and the stream still ended on a
+    # status update saying so, with the answer
+    assert events[0].task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    last = events[-1].status_update
+    assert last.task_id == events[0].task.id
+    assert last.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert last.status.message.parts[0].text == "echo: hello"
 
 
 def test_the_card_and_the_endpoint_need_the_api_token(alice):
