@@ -50,3 +50,23 @@ def test_no_test_module_imports_another_test_module_or_a_conftest():
     # then none imports a test module or a conftest: shared helpers live in tests/support/,
     # shared fixtures in a conftest.py, so every test module stands alone
     assert imported == {}
+
+
+# The one module whose subject is the order of two tests: the second reuses the id of a row the
+# first rolled back (each passes alone and in either order; in this order it checks the cache).
+KEEPS_ITS_ORDER = {"tests/test_cached_ids_between_tests.py"}
+
+
+def test_no_test_module_keeps_its_own_order_but_the_one_about_order():
+    # given every test module
+    modules = sorted((ROOT / "tests").rglob("test_*.py"))
+    assert len(modules) > 100
+    # when those that turn random order off are found
+    ordered = {
+        str(path.relative_to(ROOT))
+        for path in modules
+        if path != Path(__file__).resolve() and "random_order(disabled=True)" in path.read_text()
+    }
+    # then only the one about order does: every other test runs in any order (.ci/run
+    # shuffles modules and the tests in each)
+    assert ordered == KEEPS_ITS_ORDER

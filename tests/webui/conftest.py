@@ -1,6 +1,6 @@
 """Fixtures of the web UI tests: one Chromium per test module (skipped, with the reason, where
-Debian's Chromium or Playwright is missing), and the scripted Brain of the chat tests with a tab
-logged in to it."""
+Debian's Chromium or Playwright is missing), the scripted Brain of the chat tests (one per
+module), and a tab logged in to it (one per test)."""
 
 from __future__ import annotations
 
@@ -89,9 +89,10 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
     running.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: Brain, browser: Any) -> Iterator[Any]:
-    """One tab logged in to the chat Brain, shared by the tests of a module."""
+    """A tab of its own logged in to the chat Brain (a new browser context per test: its own
+    cookies and storage, so the interactive page opens a session of its own), closed after."""
     tab = open_tab(browser, brain.url, CHAT_PASSWORD)
     yield tab
     tab.context.close()

@@ -1,6 +1,8 @@
 """The web UI in a real browser: Debian's Chromium, driven by Playwright, against a real Brain
-started as an OS process (tests/webui/conftest.py: `brain`, `browser`, a logged-in `page`).
-Screenshots of the dashboard and the chat go to test-artifacts/.
+started as an OS process (tests/webui/conftest.py: `brain` and `browser` shared by the module,
+a logged-in `page` of each test's own). Every test sets up what it needs itself, on a Brain
+that the other tests of the module use too: it finds its rows by the ids it made, not by
+position or count. Screenshots of the dashboard and the chat go to test-artifacts/.
 
 Needs /usr/bin/chromium (`apt-get install chromium`); Playwright never downloads a browser here.
 """
@@ -26,15 +28,32 @@ sync_api = pytest.importorskip(
     "playwright.sync_api", reason="browser tests need Playwright: pip install -e '.[dev]'"
 )
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
+pytestmark = pytest.mark.embedded_brain
 
 
 def at_width(page: Any, size: dict[str, int], name: str) -> None:
     page.set_viewport_size(size)
     screenshot(page, name)
     page.set_viewport_size(DESKTOP)
+
+
+def open_chat(page: Any) -> str:
+    """The interactive page opened in `page`, bound to a session of this tab's own (a new
+    browser context has no session to resume); the id of its chat process."""
+    page.goto("/interactive/")
+    root = page.locator("#interactive")
+    expect(root).to_have_attribute("data-connection", "open")
+    return str(root.get_attribute("data-chat-process"))
+
+
+def say(page: Any, text: str) -> None:
+    """`text` sent to the chat, and its echo waited for, the chat process IDLE again."""
+    page.fill("#chat-input", text)
+    page.press("#chat-input", "Enter")
+    expect(page.locator("#chat-log .message.role-assistant[data-final=true]").last).to_contain_text(
+        f"echo: {text}"
+    )
+    expect(page.locator("#process-status")).to_have_text("IDLE")
 
 
 def test_login_leads_to_the_dashboard_filled_from_the_rest_api(browser, brain):
@@ -86,6 +105,8 @@ def test_chat_shows_the_reply_while_it_streams_and_then_the_final_message(page):
 
 
 def test_pause_steer_and_resume_the_chat_process(page):
+    # given: the chat open, its process IDLE
+    open_chat(page)
     status = page.locator("#process-status")
     expect(status).to_have_text("IDLE")
     # when: paused
@@ -109,10 +130,14 @@ def test_pause_steer_and_resume_the_chat_process(page):
 
 
 def test_a_409_is_shown_as_a_notice_and_the_socket_stays_usable(page):
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
-    # The resume button is off for an IDLE process; ask the Brain anyway through the console.
+    # given: the chat open, its process IDLE
+    chat = open_chat(page)
+    expect(page.locator("#process-status")).to_have_text("IDLE")
+    # when: the resume button, off for an IDLE process, asks the Brain anyway (as the console
+    # could)
     page.evaluate("document.querySelector('[data-command=process-resume]').disabled = false")
     page.click("button[data-command=process-resume]")
+    # then: the Brain's 409 is the notice, and the chat still answers over the same socket
     expect(page.locator("#notice")).to_have_text(
         f"409 conflict: cannot resume process {chat}: it is IDLE"
     )
@@ -154,7 +179,9 @@ def test_a_reload_resumes_the_session_with_its_transcript(page):
 
 
 def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    # given: a chat with one exchange in it
+    chat = open_chat(page)
+    say(page, "focus on 2024")
     # when: the interactive page is left, its web session is suspended (not closed)
     page.goto("/")
     expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
@@ -182,6 +209,10 @@ def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
 
 
 def test_stopping_a_process_closes_it_and_turns_the_controls_off(page):
+    # given: the chat open, left for the dashboard and come back to, its session resumed
+    open_chat(page)
+    page.goto("/")
+    expect(page.locator("#process-table")).to_have_attribute("data-loaded", "rest")
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     expect(page.locator("#interactive")).to_have_attribute("data-session-how", "resumed")
@@ -237,9 +268,7 @@ def test_new_process_on_the_dashboard_creates_one_in_the_session(page):
 
 def test_a_process_page_hands_its_process_to_a_second_interactive_tab_for_steering(page):
     # given: the first tab chats in its own session
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    chat = open_chat(page)
     second = page.context.new_page()
     try:
         # when: the dashboard's process page sends a second tab to interactive mode for it
@@ -258,9 +287,7 @@ def test_a_process_page_hands_its_process_to_a_second_interactive_tab_for_steeri
 
 
 def test_the_admin_process_page_shows_the_inspector_fields(page):
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    chat = open_chat(page)
     # when: the operator (user `local` is staff) opens the process in the admin
     page.goto(f"/admin/processes/thinkprocess/{chat.removeprefix('tp_')}/change/")
     # then
@@ -272,9 +299,7 @@ def test_the_admin_process_page_shows_the_inspector_fields(page):
 
 def test_an_approval_is_answered_on_the_inbox_page_and_reaches_the_chat(page, brain):
     # given: a chat open in interactive mode, whose process asks for an approval
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    chat = open_chat(page)
     item_id = post_inbox_item(brain.env, chat, "APPROVAL", "Deploy?", "All **tests** pass.")
     inbox = page.context.new_page()
     try:
@@ -412,9 +437,7 @@ def test_a_pending_node_cancelled_on_the_process_page_is_skipped_and_the_tree_fi
 
 
 def test_the_interactive_page_draws_a_task_tree_event_of_its_session(page, brain):
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    chat = open_chat(page)
     tree = {
         "rootId": "n1",
         "nodes": [
@@ -442,9 +465,7 @@ def test_the_interactive_page_draws_a_task_tree_event_of_its_session(page, brain
 
 def test_the_interactive_inbox_button_counts_open_items_and_answers_them_in_place(page, brain):
     # given: an interactive session whose chat process asks for an approval
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
-    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    chat = open_chat(page)
     toggle = page.locator("#inbox-toggle")
     expect(toggle).to_be_enabled()
     before = int(toggle.get_attribute("data-count"))
@@ -525,10 +546,6 @@ def test_the_dashboard_shows_service_processes_only_under_their_filter(page, bra
     )
     service = last_line(made)
     page.goto("/")
-    if "/accounts/login/" in page.url:
-        page.fill("#id_username", "local")
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
     table = page.locator("#process-table")
     expect(table).to_have_attribute("data-loaded", "rest")
     # then: the ordinary list, refreshed from the REST API, leaves it out

@@ -21,6 +21,7 @@ from tests.e2e.brain import (
     bootstrap,
     brain_env,
     free_port,
+    last_line,
     manage_shell,
     run_services,
 )
@@ -73,15 +74,44 @@ print(json.dumps({"leave": leave.public_id, "office": office.public_id,
                   "holidays": holidays, "printing": printing}))
 """
 
+# An item and a document of two chunks in proj_default, each chunk joined to the item by an
+# edge: the document deleted by one test.
+ROTA = """
+import json
+from django.contrib.auth import get_user_model
+from vancetope.memory import graph
+from vancetope.memory.documents import create_document
+from vancetope.memory.items import Source, write_item
+from vancetope.memory.models import EdgeAuthor, EdgeType, SourceKind
+from vancetope.memory.scopes import person_reach, person_target
+from vancetope.tenancy.services import get_visible_project
+
+user = get_user_model().objects.get(username="local")
+item = write_item(person_target(user, "project", "proj_default"), "Shifts follow the rota.",
+                  Source(SourceKind.USER, "local"))
+document = create_document(
+    get_visible_project(user, "proj_default"),
+    "Rota",
+    "# Early\\n\\nThe early shift starts at six.\\n\\n# Late\\n\\nThe late shift ends at ten.",
+    "text/markdown",
+    user,
+)
+reach = person_reach(user)
+chunks = [f"{document.public_id}:0", f"{document.public_id}:1"]
+for chunk, edge_type in zip(chunks, [EdgeType.SUPPORTS, EdgeType.MENTIONS]):
+    graph.add_edge(edge_type, graph.get_visible_node(reach, chunk),
+                   graph.get_visible_node(reach, item.public_id), 0.6, "shifts",
+                   graph.Author(EdgeAuthor.USER, "local"))
+print(json.dumps({"document": document.public_id, "item": item.public_id, "chunks": chunks}))
+"""
+
 if not CHROMIUM.exists():
     pytest.skip(
         "browser tests need Debian's Chromium at /usr/bin/chromium", allow_module_level=True
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
+pytestmark = pytest.mark.embedded_brain
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +146,29 @@ def made(brain: Brain) -> dict[str, str]:
     return dict(json.loads(manage_shell(brain.env, SETUP).strip().splitlines()[-1]))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: Brain, made: dict[str, str], browser: Any) -> Iterator[Any]:
+    """A tab of a browser context of its own, logged in, once the module's data is made."""
     tab = open_tab(browser, brain.url, PASSWORD, {"width": 1280, "height": 900})
     expect(tab.locator("h1")).to_have_text("Think processes")
     yield tab
     tab.context.close()
+
+
+def drawn_edges(page: Any) -> list[tuple[str, str, str]]:
+    """The drawn edges as (from, type, to), sorted."""
+    found = page.locator("#graph-map .graph-edge").evaluate_all(
+        "lines => lines.map(line => [line.dataset.from, line.dataset.type, line.dataset.to])"
+    )
+    return sorted((start, kind, end) for start, kind, end in found)
+
+
+def drawn_nodes(page: Any) -> set[str]:
+    return set(
+        page.locator("#graph-map .graph-node").evaluate_all(
+            "groups => groups.map(group => group.dataset.node)"
+        )
+    )
 
 
 def edge_types(page: Any) -> list[str]:
@@ -200,20 +247,22 @@ def test_the_graph_is_drawn_filtered_by_type_and_a_node_shows_its_text(page, mad
     screenshot(page, "memory-node")
 
 
-def test_documents_are_uploaded_and_deleted_from_the_page(page, made):
-    # given
+def test_documents_are_uploaded_and_deleted_from_the_page(page, brain):
+    # given: a document of this test's own, each of its two chunks joined to an item by an edge
+    rota = json.loads(last_line(manage_shell(brain.env, ROTA)))
     page.goto("/memory/")
     rows = page.locator("#document-list tr[data-document]")
-    expect(rows).to_have_count(1)
-    expect(rows.first.locator(".chunks")).to_have_text("2")
+    own = page.locator(f"#document-list tr[data-document='{rota['document']}']")
+    expect(own.locator(".chunks")).to_have_text("2")
+    listed = rows.count()
     # when: text is pasted
     page.fill("#document-title", "Pasted notes")
     page.fill("#document-text", "# Parking\n\nThe car park opens at seven.")
     page.click("#document-upload")
     # then
     expect(page.locator("#memory-notice")).to_contain_text("Uploaded Pasted notes")
-    expect(rows).to_have_count(2)
-    expect(page.locator("#document-list")).to_contain_text("Pasted notes")
+    expect(rows).to_have_count(listed + 1)
+    expect(rows.filter(has_text="Pasted notes")).to_have_count(1)
     # when: a Markdown file and a PDF are uploaded
     page.set_input_files(
         "#document-file",
@@ -228,7 +277,8 @@ def test_documents_are_uploaded_and_deleted_from_the_page(page, made):
     page.click("#document-upload")
     # then: both are listed, the PDF with one chunk per page
     expect(page.locator("#memory-notice")).to_contain_text("Uploaded safety.pdf")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(listed + 3)
+    expect(rows.filter(has_text="kitchen.md")).to_have_count(1)
     safety = page.locator("#document-list tr[data-document]", has_text="safety.pdf")
     expect(safety.locator(".chunks")).to_have_text("2")
     expect(safety).to_contain_text("application/pdf")
@@ -241,18 +291,24 @@ def test_documents_are_uploaded_and_deleted_from_the_page(page, made):
     # then: the refusal is shown and nothing is added
     expect(page.locator("#memory-notice")).to_contain_text("fake.pdf")
     expect(page.locator("#memory-notice")).to_have_class("notice error")
-    expect(rows).to_have_count(4)
+    expect(rows).to_have_count(listed + 3)
+    expect(rows.filter(has_text="fake.pdf")).to_have_count(0)
     screenshot(page, "memory-documents")
-    # when: the handbook is deleted (the confirmation accepted)
+    # when: the rota is deleted (the confirmation accepted)
+    expect(page.locator(f"#graph-map .graph-edge[data-to='{rota['item']}']")).to_have_count(2)
+    edges, nodes = drawn_edges(page), drawn_nodes(page)
     page.once("dialog", lambda dialog: dialog.accept())
-    page.click(f"#document-list button[data-delete='{made['document']}']")
-    # then: it leaves the list, and the edges of its chunks leave the graph
-    expect(page.locator("#memory-notice")).to_contain_text("Deleted Handbook")
-    expect(rows).to_have_count(3)
-    expect(page.locator(f"#document-list tr[data-document='{made['document']}']")).to_have_count(0)
-    expect(page.locator("#graph-map .graph-edge")).to_have_count(1)
-    assert edge_types(page) == ["contradicts"]
-    expect(page.locator("#graph-map .graph-node")).to_have_count(2)
+    page.click(f"#document-list button[data-delete='{rota['document']}']")
+    # then: it leaves the list, and the edges of its chunks leave the graph, with the nodes
+    # that had no other edge; every other edge stays
+    expect(page.locator("#memory-notice")).to_contain_text("Deleted Rota")
+    expect(rows).to_have_count(listed + 2)
+    expect(own).to_have_count(0)
+    kept = [edge for edge in edges if not {edge[0], edge[2]} & set(rota["chunks"])]
+    assert len(kept) == len(edges) - 2
+    expect(page.locator("#graph-map .graph-edge")).to_have_count(len(kept))
+    assert drawn_edges(page) == kept
+    assert drawn_nodes(page) == nodes - {rota["item"], *rota["chunks"]}
 
 
 def test_the_page_fits_a_phone(page, made):
@@ -268,4 +324,3 @@ def test_the_page_fits_a_phone(page, made):
     page.locator(f"#graph-map .graph-node[data-node='{made['office']}']").click()
     expect(page.locator("#graph-detail")).to_contain_text("The office closes")
     screenshot(page, "memory-phone")
-    page.set_viewport_size({"width": 1280, "height": 900})

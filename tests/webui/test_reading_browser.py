@@ -24,6 +24,7 @@ from tests.support.browser import (
     open_tab,
     running_brain,
 )
+from tests.support.waiting import wait_until
 
 PASSWORD = "pw-reading"
 UNSAFE = '<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2">'
@@ -49,9 +50,7 @@ if not CHROMIUM.exists():
     pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
+pytestmark = pytest.mark.embedded_brain
 
 
 @pytest.fixture(scope="module")
@@ -60,16 +59,13 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Brain, str
         yield found
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: tuple[Brain, str], browser: Any) -> Iterator[Any]:
+    """A tab of a browser context of its own (so a browser id of its own: no chat of another
+    test is resumed), logged in to the module's Brain."""
     tab = open_tab(browser, brain[0].url, PASSWORD)
     yield tab
     tab.context.close()
-
-
-@pytest.fixture(scope="module")
-def context(page: Any) -> Any:
-    return page.context
 
 
 def say(page: Any, text: str, answer: str | re.Pattern[str]) -> None:
@@ -80,7 +76,9 @@ def say(page: Any, text: str, answer: str | re.Pattern[str]) -> None:
 
 
 def test_the_chat_labels_a_workers_goal_and_answer_and_never_as_the_persons(page):
-    page.goto("/interactive/")
+    # given a new chat
+    page.goto("/interactive/?new=1")
+    expect(page.locator("#interactive")).to_have_attribute("data-session-how", "created")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     # when the person asks for something a worker does
     page.fill("#chat-input", "count the rings")
@@ -160,7 +158,7 @@ def test_the_process_page_reads_as_a_conversation_with_its_runs_and_items(page, 
     check_both_sizes(page, "reading-process")
 
 
-def test_chats_are_listed_resumed_and_a_new_tab_goes_back_into_one(page, context):
+def test_chats_are_listed_resumed_and_a_new_tab_goes_back_into_one(page):
     page.goto("/interactive/?new=1")
     expect(page.locator("#interactive")).to_have_attribute("data-session-how", "created")
     say(page, "plan the week", "echo: plan the week")
@@ -192,7 +190,7 @@ def test_chats_are_listed_resumed_and_a_new_tab_goes_back_into_one(page, context
     # when the tab is left and another tab visits the chat page, no session is added
     page.goto("/sessions/")
     before = page.locator("#session-list .session-row").count()
-    other = context.new_page()
+    other = page.context.new_page()
     other.goto("/interactive/")
     expect(other.locator("#interactive")).to_have_attribute("data-session-how", "resumed")
     other.close()
@@ -201,11 +199,14 @@ def test_chats_are_listed_resumed_and_a_new_tab_goes_back_into_one(page, context
 
 
 def test_the_runs_page_has_a_row_per_run_and_folds_the_chat_turns(page, brain):
+    # given two turns of a new chat, and a workflow's run
     running, token = brain
-    page.goto("/interactive/")
-    expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
+    page.goto("/interactive/?new=1")
+    expect(page.locator("#interactive")).to_have_attribute("data-session-how", "created")
     for number in range(2):
         say(page, f"turn {number}", f"echo: turn {number}")
+    chat = page.locator("#interactive").get_attribute("data-chat-process")
+    turns = wait_until(lambda: completed_runs(running, token, chat, 2), interval=0.2)
     workflow = post_json(running, "/api/workflows", token, ASKS)["id"]
     run = post_json(running, f"/api/workflows/{workflow}/run", token, {"input": {"topic": "moons"}})
     # when
@@ -214,10 +215,22 @@ def test_the_runs_page_has_a_row_per_run_and_folds_the_chat_turns(page, brain):
     row = page.locator(f"#run-timeline > .run-row[data-run='{run['runId']}']")
     expect(row.locator(".run-trigger")).to_have_text("workflow · asks")
     folded = page.locator("#run-timeline > .run-fold")
-    expect(folded.first.locator("summary")).to_have_text(re.compile(r"^\d+ chat turns, completed"))
-    expect(folded.first.locator(".run-row").first).to_be_hidden()
+    for turn in turns:
+        folded = folded.filter(has=page.locator(f".run-row[data-run='{turn}']"))
+    expect(folded).to_have_count(1)
+    expect(folded.locator("summary")).to_have_text(re.compile(r"^\d+ chat turns, completed"))
+    for turn in turns:
+        expect(folded.locator(f".run-row[data-run='{turn}']")).to_be_hidden()
     assert page.locator("#run-timeline > .run-row[data-trigger=user]").count() == 0
     check_both_sizes(page, "reading-runs")
+
+
+def completed_runs(running: Brain, token: str, process: str, count: int) -> list[str]:
+    """The ids of the process's runs once there are `count` of them and all are completed
+    (else none)."""
+    runs = running.get(f"/api/runs?process={process}", token)["results"]
+    done = [str(run["id"]) for run in runs if run["status"] == "completed"]
+    return done if len(runs) >= count and len(done) == len(runs) else []
 
 
 def post_json(running: Brain, path: str, token: str, body: dict[str, Any]) -> Any:

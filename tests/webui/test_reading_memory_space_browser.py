@@ -58,9 +58,7 @@ if not CHROMIUM.exists():
     pytest.skip(MISSING, allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
+pytestmark = pytest.mark.embedded_brain
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +68,9 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: Brain, browser: Any) -> Iterator[Any]:
+    """A tab of a browser context of its own, logged in."""
     tab = open_tab(browser, brain.url, PASSWORD)
     yield tab
     tab.context.close()

@@ -33,9 +33,7 @@ if not CHROMIUM.exists():
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = [pytest.mark.random_order(disabled=True), pytest.mark.embedded_brain]
+pytestmark = pytest.mark.embedded_brain
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +62,9 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Brain, str
     running.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: tuple[Brain, str], browser: Any) -> Iterator[Any]:
+    """A tab of a browser context of its own, logged in."""
     running, _ = brain
     tab = open_tab(browser, running.url, PASSWORD)
     expect(tab.locator("h1")).to_have_text("Think processes")
@@ -108,8 +107,8 @@ def test_a_chat_turn_is_a_user_run_whose_page_draws_its_timeline(page, brain):
     # when the runs page is opened, the run is listed as a user run, among the chat turns
     # folded; its link opens its page
     page.goto("/runs/")
-    page.locator(".run-fold summary", has_text="chat turn").first.click()
     card = page.locator(f".run-row[data-run={run['id']}]")
+    page.locator(".run-fold", has=card).locator("summary", has_text="chat turn").click()
     expect(card.locator(".run-trigger")).to_have_text("user")
     expect(card.locator(".run-client")).to_have_text("cli")
     card.locator(f"a[href='/runs/{run['id']}']").click()

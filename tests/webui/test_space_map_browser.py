@@ -85,9 +85,6 @@ if not CHROMIUM.exists():
     )
 sync_api = pytest.importorskip("playwright.sync_api", reason="browser tests need Playwright")
 expect = sync_api.expect
-# The tests of this module walk one tab through one Brain, each going on from where the last
-# left it: a random-order run (.ci/run) moves the module, not its tests.
-pytestmark = pytest.mark.random_order(disabled=True)
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +116,9 @@ def brain(tmp_path_factory: pytest.TempPathFactory, services: dict[str, str]) ->
         worker.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def page(brain: Brain, browser: Any) -> Iterator[Any]:
+    """A tab of a browser context of its own (a browser id of its own), logged in."""
     tab = open_tab(browser, brain.url, PASSWORD, {"width": 1280, "height": 900})
     expect(tab.locator("h1")).to_have_text("Think processes")
     yield tab
@@ -267,7 +265,6 @@ print(json.dumps({"session": session.public_id, "child": child.public_id,
 
 def test_a_blank_branch_takes_the_first_prompt_then_opens_and_shows_its_activity(page, brain):
     # given: the interactive page bound to a space's root, which has a blank branch
-    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/interactive/")
     expect(page.locator("#interactive")).to_have_attribute("data-connection", "open")
     machine = page.evaluate("localStorage.getItem('vancetope.browser')")
