@@ -156,20 +156,19 @@ class ProcessTasks(RequestHandler):
     ) -> AsyncGenerator[Event]:
         task = await self._send(params, context)
         yield task
+        if task.status.state in SETTLED:
+            # Settled before the first read (a quick turn): the stream still ends on the
+            # settled status, the event a 0.3 client reads as `final`.
+            for update in updates(task):
+                yield update
+            return
         last = seen(task)
-        updated = False
         while task.status.state not in SETTLED:
             await asyncio.sleep(POLL_SECONDS)
             task = await self._get(task.id, 0, context)
             if seen(task) == last:
                 continue
             last = seen(task)
-            for update in updates(task):
-                yield update
-            updated = True
-        if not updated:
-            # Settled before the first read (a quick turn): the stream still ends on the
-            # settled status, the event a 0.3 client reads as `final`.
             for update in updates(task):
                 yield update
 
