@@ -160,11 +160,11 @@ def _build_select(
 ) -> _Select:
     meta = model._meta
     fields: list[Any] = list(meta.concrete_fields)
-    if names is not None:  # for instances, in the model's order, as Model.from_db reads them
-        order = {key: n for n, field in enumerate(fields) for key in (field.name, field.attname)}
-        fields = [
-            meta.get_field(n) for n in (sorted(names, key=order.__getitem__) if models else names)
-        ]
+    if names is not None:
+        if models:  # in the model's order, as Model.from_db reads a row with deferred fields
+            order = {key: n for n, f in enumerate(fields) for key in (f.name, f.attname)}
+            names = sorted(names, key=order.__getitem__)
+        fields = [meta.get_field(name) for name in names]
     columns = ", ".join(_quote(field.column) for field in fields)
     converters = []
     for index, field in enumerate(fields):
