@@ -283,11 +283,14 @@ async def test_a_thinking_space_suggests_a_branch_that_returns_to_its_parent(ali
     returned = await ask_to_return(child_client, child["id"])
     if returned["type"] == "error":
         # A tiny model's forced call can still fail its schema twice (or its call time out on
-        # CI's shared cores): the branch is then active again, and the person asks once more.
+        # CI's shared cores): the branch is then active again, and the person asks once more,
+        # once its agent is at rest (CI saw it running again right after that reply, and a
+        # return asked then is refused: "its agent is running; wait for it").
         assert returned["data"]["code"] == 409, returned
         assert returned["data"]["message"] == (
             "the agent did not return; the branch is active again"
         )
+        await settled(child["chatProcessId"], "IDLE", "BLOCKED")
         returned = await ask_to_return(child_client, child["id"])
     # then the branch is returned and sealed with its Handoff
     assert returned["type"] == "space", returned
