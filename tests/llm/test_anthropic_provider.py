@@ -16,6 +16,7 @@ from vancetope.llm.anthropic_provider import AnthropicProvider
 from vancetope.llm.base import (
     CallInfo,
     ForcedToolRefused,
+    IncompleteAnswer,
     LlmError,
     LlmMessage,
     TextDelta,
@@ -296,6 +297,17 @@ def test_a_stream_that_breaks_off_is_an_llm_error() -> None:
 
         with pytest.raises(LlmError, match="broke off the stream"):
             collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def test_a_stream_that_ends_without_a_stop_reason_is_an_incomplete_answer(
+    stub: AnthropicStubServer, provider: AnthropicProvider
+) -> None:
+    # given a server that ends its stream after the text, before it says why it stopped
+    stub.queue(StubReply(text="half an answer", cut="close"))
+
+    # when / then: the text that came is no answer
+    with pytest.raises(IncompleteAnswer, match="without a stop reason after 14 characters"):
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
 
 
 def test_a_malformed_event_is_an_llm_error() -> None:

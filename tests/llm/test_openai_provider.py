@@ -22,6 +22,7 @@ from tests.support.openai_stub import (
 from vancetope.llm.base import (
     CallInfo,
     ForcedToolRefused,
+    IncompleteAnswer,
     LlmError,
     LlmMessage,
     TextDelta,
@@ -336,6 +337,37 @@ def test_a_stream_that_breaks_off_is_an_llm_error() -> None:
 
         with pytest.raises(LlmError, match="connection to OpenAI-compatible server"):
             collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+@pytest.mark.parametrize(
+    ("cut", "sent"),
+    [
+        ("close", "the body ends after the text"),
+        ("done", "[DONE] follows the text"),
+    ],
+)
+def test_a_stream_cut_before_its_finish_reason_is_an_incomplete_answer(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider, cut: Any, sent: str
+) -> None:
+    # given a server that cuts its stream before the finish reason (llama.cpp's server does:
+    # on a prompt over its window after the first chunk, and on an interrupted request)
+    stub.queue(StubReply(text="half an answer", cut=cut))
+
+    # when / then: what came is no answer, however the stream ended
+    with pytest.raises(IncompleteAnswer, match="without a finish reason after 14 characters"):
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def test_an_error_event_in_the_stream_is_an_llm_error_with_the_servers_message(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given a server that reports an error after its stream began (status 200 already sent)
+    message = "the request exceeds the available context size"
+    stub.queue(StubReply(text="so", cut="error", error_message=message))
+
+    # when / then
+    with pytest.raises(LlmError, match=message):
+        collect(provider.stream([LlmMessage(role="user", content="hi")]))
 
 
 def test_a_malformed_event_is_an_llm_error() -> None:

@@ -90,6 +90,8 @@ def _message_events(
             yield _block_delta(index, {"type": "input_json_delta", "partial_json": fragment})
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
+    if reply.cut:
+        return  # the stream ends before the message says why it stopped
     delta = {"stop_reason": stop_reason, "stop_sequence": None}
     message_delta = {"type": "message_delta", "delta": delta}
     if not reply.omit_usage:

@@ -15,6 +15,7 @@ names a tool in `tool_choice` is answered HTTP 400, as servers that do not take 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
@@ -22,7 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 STUB_MODEL = "stub-model"
 
@@ -54,6 +55,11 @@ class StubReply:
     error_message: str = "stub error"
     # Anthropic stub: leave usage out of `message_start` too (a gateway that reports none).
     omit_start_usage: bool = False
+    # Cut the stream before its finish reason, as llama.cpp's server does: "close" ends the body
+    # there (a prompt over the context window fails after the first chunk went out), "done"
+    # sends `[DONE]` there (another request interrupted this one), "error" sends an error
+    # event there. The Anthropic stub leaves out `message_delta` and `message_stop` for any.
+    cut: Literal["", "close", "done", "error"] = ""
 
 
 @dataclass
@@ -271,10 +277,26 @@ class OpenAIStubServer(StubServer):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             wants_usage = include_usage and not reply.omit_usage
             chunks = _completion_chunks(reply, model, usage if wants_usage else None)
+            if reply.cut:
+                chunks = itertools.takewhile(lambda chunk: not _finishes(chunk), chunks)
             events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
-            send_event_stream(handler, [*events, "data: [DONE]\n\n"])
+            send_event_stream(handler, [*events, *_stream_end(reply)])
         else:
             send_json(handler, 200, _completion(reply, model, usage))
+
+
+def _finishes(chunk: dict[str, Any]) -> bool:
+    return any(choice.get("finish_reason") for choice in chunk.get("choices", []))
+
+
+def _stream_end(reply: StubReply) -> list[str]:
+    if reply.cut == "close":
+        return []
+    if reply.cut == "error":
+        # What llama.cpp's C++ server sends when the prompt outgrows its window mid-stream.
+        error = {"message": reply.error_message, "type": "exceed_context_size_error", "code": 400}
+        return [f"data: {json.dumps({'error': error})}\n\n"]
+    return ["data: [DONE]\n\n"]
 
 
 def _openai_tool_call(position: int, call: StubToolCall) -> dict[str, Any]:

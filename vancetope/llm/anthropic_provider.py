@@ -37,6 +37,7 @@ from anthropic.types import Usage as AnthropicUsage
 from vancetope.llm.base import (
     CallInfo,
     ForcedToolRefused,
+    IncompleteAnswer,
     LlmError,
     LlmMessage,
     LlmProvider,
@@ -207,6 +208,12 @@ class AnthropicProvider(LlmProvider):
                 with events:
                     for event in events:
                         yield from reader.read(event)
+            if not reader.stop_reason:
+                # No message_delta with a stop reason: the stream was cut, not finished.
+                raise IncompleteAnswer(
+                    f"Anthropic API at {where} ended its stream without a stop reason after "
+                    f"{len(''.join(reader.text_parts))} characters: the answer is incomplete"
+                )
         except anthropic.APIStatusError as error:
             detail = error.api_message or error.message
             if force_tool and error.status_code in REFUSED_STATUSES:

@@ -99,6 +99,13 @@ class MalformedToolCall(LlmError):
     the schema; elsewhere it is a provider failure like any other."""
 
 
+class IncompleteAnswer(LlmError):
+    """The stream ended before the model said why it stopped (no finish reason): the server
+    cut it (llama.cpp's server does when a prompt outgrows its context window) or the
+    connection closed cleanly in the middle. Whatever arrived is not an answer: the call
+    failed, and is retried like any other provider failure, never stored as a reply."""
+
+
 class ForcedToolRefused(LlmError):
     """The server refused a call that forced a tool (`force_tool`): some OpenAI-compatible
     servers and older models reject `tool_choice` naming a function. The caller may ask once

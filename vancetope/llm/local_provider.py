@@ -139,6 +139,7 @@ class LocalProvider(LlmProvider):
                 if isinstance(chunk, BaseException):
                     raise LlmError(f"the local model failed: {chunk}") from chunk
                 yield from reader.read(ChatCompletionChunk.model_validate(chunk))
+            reader.check_finished(f"the local model {self.model}")
         finally:
             # A caller that stops reading (a pause) lets the generation stop at its next token.
             stop.set()
@@ -159,6 +160,7 @@ class LocalProvider(LlmProvider):
             # Counted with the model's tokenizer, not reported by llama.cpp: the template's
             # fixed words (the function-calling instructions) are not in the count.
             estimated=True,
+            finish_reason=reader.finish_reason,
         )
 
 

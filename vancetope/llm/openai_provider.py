@@ -23,6 +23,7 @@ from openai.types.chat import (
 from vancetope.llm.base import (
     CallInfo,
     ForcedToolRefused,
+    IncompleteAnswer,
     LlmError,
     LlmMessage,
     LlmProvider,
@@ -112,6 +113,16 @@ class ChunkReader:
                 if fragment.function and fragment.function.arguments:
                     partial.argument_parts.append(fragment.function.arguments)
 
+    def check_finished(self, where: str) -> None:
+        """A stream that ended without a finish reason was cut, however cleanly it closed: its
+        text so far is not an answer (IncompleteAnswer), whatever it holds."""
+        if not self.finish_reason:
+            raise IncompleteAnswer(
+                f"{where} ended its stream without a finish reason after "
+                f"{len(self.text)} characters and {len(self.partial_calls)} tool calls: "
+                "the answer is incomplete"
+            )
+
     def tool_calls(self) -> list[ToolCall]:
         return [self.partial_calls[index].finish(index) for index in sorted(self.partial_calls)]
 
@@ -200,6 +211,7 @@ class OpenAICompatibleProvider(LlmProvider):
             with chunks:
                 for chunk in chunks:
                     yield from reader.read(chunk)
+            reader.check_finished(f"OpenAI-compatible server at {self.base_url}")
         except openai.APIStatusError as error:
             if force_tool and error.status_code in REFUSED_STATUSES:
                 raise ForcedToolRefused(
