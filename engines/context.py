@@ -67,6 +67,9 @@ class TurnUsage:
     llm_calls: int = 0
     # Some call's server reported no usage: its tokens are an estimate (vancetope/llm/).
     estimated: bool = False
+    # What the last call sent, part by part with tokens, when its model's window is known
+    # (vancetope/llm/assembly.py); the commit keeps it as the process's lastCall.
+    last_call: dict[str, Any] | None = None
 
     @property
     def total(self) -> int:

@@ -17,7 +17,13 @@ from engines.tasktree import TaskTree
 from processes import session_admin  # noqa: F401  (registers the Session page)
 from processes.actions import lifecycle
 from processes.admin_tree import task_tree_html, tree_heading
-from processes.models import ConversationMessage, PendingMessage, ProcessTransition, ThinkProcess
+from processes.models import (
+    Compaction,
+    ConversationMessage,
+    PendingMessage,
+    ProcessTransition,
+    ThinkProcess,
+)
 from processes.states import Call, is_allowed
 from sessions_app.models import SessionEvent
 from vancetope.errors import BrainError
@@ -93,6 +99,28 @@ class ConversationInline(ReadOnlyInline):
             return ""
         who = row.undone_by.get_username() if row.undone_by is not None else "the admin"
         return f"by {who} at {row.undone_at:%Y-%m-%d %H:%M:%S}"
+
+
+class CompactionInline(ReadOnlyInline):
+    """The folds of the conversation into summaries (processes/lane/compaction.py), oldest
+    first; an undone one keeps its row with `undone_at`."""
+
+    model = Compaction
+    classes = ["collapse"]
+    fields = readonly_fields = (
+        "first_index",
+        "last_index",
+        "messages",
+        "turns",
+        "method",
+        "model",
+        "prompt_tokens",
+        "completion_tokens",
+        "summary_tokens",
+        "summary",
+        "created_at",
+        "undone_at",
+    )
 
 
 class TransitionInline(ReadOnlyInline):
@@ -231,7 +259,7 @@ class ThinkProcessAdmin(admin.ModelAdmin):
         ),
         ("Recent session events", {"classes": ["collapse"], "fields": ["recent_session_events"]}),
     ]
-    inlines = [PendingInline, TransitionInline, ConversationInline]
+    inlines = [PendingInline, TransitionInline, CompactionInline, ConversationInline]
     actions = [
         lifecycle_action(lifecycle.resume_process, "resume"),
         lifecycle_action(lifecycle.pause_process, "pause"),

@@ -13,6 +13,7 @@ from processes import queries
 from processes.actions import create, lifecycle
 from processes.actions.steer import steer_as
 from processes.actions.task_tree import cancel_task_node
+from processes.actions.uncompact import uncompact
 from processes.actions.undo import undo_turn
 from processes.actions.unsend import unsend_message
 from processes.last_task import with_last_turn
@@ -23,6 +24,7 @@ from protocol.outbound import (
     ProcessDetail,
     ProcessObject,
     ProcessRow,
+    ProcessUncompactedData,
     ProcessUndoneData,
     ProcessUnsentData,
 )
@@ -214,6 +216,14 @@ class ProcessViewSet(viewsets.ViewSet):
         undone = undo_turn(pk, user=request.user)
         body = {"process": process_data(undone.process), "undone": undone.data()}
         return Response(ProcessUndoneData.model_validate(body).model_dump())
+
+    @extend_schema(request=None, responses={200: ProcessUncompactedData, **errors(401, 404, 409)})
+    @action(detail=True, methods=["post"])
+    def uncompact(self, request: Request, process_id: str) -> Response:
+        """Undo the compaction the process's calls use (as `process-uncompact`)."""
+        pk = parse_public_id("tp", process_id, "process")
+        undone = uncompact(pk, user=request.user)
+        return Response(ProcessUncompactedData.model_validate(undone.data()).model_dump())
 
     @extend_schema(
         operation_id="processes_message_unsend",

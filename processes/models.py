@@ -72,6 +72,10 @@ class ThinkProcess(models.Model):
     # Grows with every reset (which deletes the conversation), so a cached copy of an earlier
     # conversation of the same length is never mistaken for the current one.
     conversation_epoch = models.PositiveIntegerField(default=0)
+    # Grows with every compaction of the conversation and every undo of one
+    # (processes/lane/compaction.py): the calls keep the compaction in use and the index of its
+    # folded turns by (epoch, folds), so a kept one is never stale.
+    folds = models.PositiveIntegerField(default=0)
     # The lane lease: who drives this process, until when, and a fence that grows with every
     # acquisition so a worker that lost its lease cannot write any more.
     lease_owner = models.CharField(max_length=100, blank=True)
@@ -84,6 +88,10 @@ class ThinkProcess(models.Model):
     # Some of its tokens are an estimate: a server that reported no usage (vancetope/llm/).
     usage_estimated = models.BooleanField(default=False)
     last_error = models.TextField(blank=True)
+    # What the last LLM call of a committed turn sent, part by part with tokens, within its
+    # model's window (vancetope/llm/assembly.py `Assembled.report`); null until a call of a
+    # model whose window is known.
+    last_call = models.JSONField(null=True, blank=True)
     # A bounded continuation (a cron job's process_continue, processes/lane/quota.py): empty
     # for every other process, so their turns check nothing.
     run_quota = models.JSONField(default=dict, blank=True)
@@ -212,6 +220,51 @@ class ConversationMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.process_id}[{self.index}] {self.role}"
+
+
+class Compaction(models.Model):
+    """A fold of a conversation's oldest turns into a summary (processes/lane/compaction.py):
+    the calls of later turns send the summary instead of those messages. Each compaction
+    covers the conversation from its start to `last_index` (its summary folds the previous
+    one's in), so the newest one not undone is the one in use. No message is deleted or
+    changed: an undo of a folded turn, or of the compaction itself, sets `undone_at`, and the
+    calls send those messages (or a new compaction's summary) again."""
+
+    # No index of its own: compaction_by_process leads with it.
+    process = models.ForeignKey(
+        ThinkProcess, on_delete=models.CASCADE, related_name="compactions", db_index=False
+    )
+    # The conversation indexes this compaction folded anew (the earlier ones are in the summary
+    # of the compaction it continues); it covers everything up to `last_index`.
+    first_index = models.PositiveIntegerField()
+    last_index = models.PositiveIntegerField()
+    # How many messages not undone it covers in all (from the start): the calls leave out that
+    # many messages of the history and send the summary instead.
+    messages = models.PositiveIntegerField()
+    # How many turns (a person's or a parent's message and what answered it) it folded anew.
+    turns = models.PositiveIntegerField()
+    summary = models.TextField()
+    # `llm`: the model wrote the summary (step `compact`); `fallback`: the model could not, and
+    # the summary is the goal and the folded turns' first lines.
+    method = models.CharField(max_length=16)
+    model = models.CharField(max_length=200, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    # The summary's own tokens, as the calls count them.
+    summary_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["process", "last_index"]
+        indexes = [models.Index(fields=["process", "last_index"], name="compaction_by_process")]
+
+    def __str__(self) -> str:
+        return f"{self.public_id} of tp_{self.process_id}: [{self.first_index}, {self.last_index}]"
+
+    @property
+    def public_id(self) -> str:
+        return f"cmp_{self.pk}"
 
 
 class ProcessTransition(TransitionRecord):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from processes.last_task import last_task
-from processes.models import ConversationMessage, ThinkProcess
+from processes.models import Compaction, ConversationMessage, ThinkProcess
 from protocol.vocabulary import iso
 
 
@@ -31,6 +31,32 @@ def process_data(process: ThinkProcess) -> dict[str, Any]:
     }
 
 
+def compaction_data(compaction: Compaction) -> dict[str, Any]:
+    """The compaction object of docs/protocol.md."""
+    return {
+        "id": compaction.public_id,
+        "processId": f"tp_{compaction.process_id}",
+        "firstIndex": compaction.first_index,
+        "lastIndex": compaction.last_index,
+        "messages": compaction.messages,
+        "turns": compaction.turns,
+        "summary": compaction.summary,
+        "method": compaction.method,
+        "model": compaction.model,
+        "promptTokens": compaction.prompt_tokens,
+        "completionTokens": compaction.completion_tokens,
+        "summaryTokens": compaction.summary_tokens,
+        "createdAt": iso(compaction.created_at),
+        "undoneAt": iso(compaction.undone_at) if compaction.undone_at else None,
+    }
+
+
+def active_compaction(process_id: int) -> Compaction | None:
+    """The compaction the calls of a process use: the newest one not undone."""
+    found = Compaction.objects.filter(process_id=process_id, undone_at__isnull=True)
+    return found.order_by("-last_index").first()
+
+
 def process_row(process: ThinkProcess) -> dict[str, Any]:
     """A process of a list (a row of `last_task.with_last_turn`): with its last task."""
     return {**process_data(process), "lastTask": last_task(process)}
@@ -54,6 +80,11 @@ def process_detail(process: ThinkProcess, *, messages_limit: int | None = None) 
         "taskTree": process.engine_state.get("taskTree"),
         "pending": process.waiting,
         "lastError": process.last_error or None,
+        # What the last LLM call sent, part by part with tokens (docs/engines.md, "The
+        # context budget"); null before a call of a model whose window is known.
+        "lastCall": process.last_call,
+        # The compaction the calls use (its summary stands for the messages it folded).
+        "compaction": compaction_data(found) if (found := active_compaction(process.pk)) else None,
         "engineParams": process.engine_params,
         "conversationLength": process.conversation_length,
         "conversation": [

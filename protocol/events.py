@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from protocol.objects import (
+    CompactionObject,
     InboxItemObject,
     Outgoing,
     RunObject,
@@ -26,6 +27,8 @@ __all__ = [
     "ChatDeltaFrame",
     "ChatMessageEvent",
     "ChatMessageFrame",
+    "ConversationFoldedEvent",
+    "ConversationFoldedFrame",
     "EVENT_MODELS",
     "Event",
     "EventData",
@@ -126,6 +129,15 @@ class SpaceStateEvent(EventData):
     space: ThinkingSpaceObject
 
 
+class ConversationFoldedEvent(EventData):
+    """A process's conversation was compacted (its oldest turns folded into a summary), or a
+    compaction was undone (`compaction.undoneAt` set): the chat shows the fold."""
+
+    name = "conversation-folded"
+    processId: str
+    compaction: CompactionObject
+
+
 class RunEvent(EventData):
     """A run of the session's user started or finished."""
 
@@ -146,6 +158,7 @@ EVENT_MODELS: dict[str, type[EventData]] = {
         InboxItemEvent,
         RunEvent,
         SpaceStateEvent,
+        ConversationFoldedEvent,
     )
 }
 
@@ -218,6 +231,11 @@ class RunFrame(EventFrameBase):
     data: RunEvent
 
 
+class ConversationFoldedFrame(EventFrameBase):
+    event: Literal["conversation-folded"]
+    data: ConversationFoldedEvent
+
+
 class SpaceStateFrame(EventFrameBase):
     event: Literal["space-state"]
     data: SpaceStateEvent
@@ -233,6 +251,7 @@ EventFrame = Annotated[
     | SessionStatusFrame
     | InboxItemFrame
     | RunFrame
-    | SpaceStateFrame,
+    | SpaceStateFrame
+    | ConversationFoldedFrame,
     Field(discriminator="event"),
 ]

@@ -216,6 +216,11 @@ class ProcessUndo(Request):
     data: ProcessRef
 
 
+class ProcessUncompact(Request):
+    type: Literal["process-uncompact"]
+    data: ProcessRef
+
+
 class ProcessUnsend(Request):
     type: Literal["process-unsend"]
     data: ProcessUnsendData
@@ -316,6 +321,7 @@ ClientFrame = Annotated[
     | ProcessLifecycle
     | ProcessSteer
     | ProcessUndo
+    | ProcessUncompact
     | ProcessUnsend
     | ProcessList
     | ThinkEnginesList

@@ -86,6 +86,52 @@ class ConversationEntry(Outgoing):
     createdAt: str
 
 
+class ContextPart(Outgoing):
+    """One named part of what an LLM call sent (vancetope/llm/assembly.py `Part`)."""
+
+    name: Literal["system", "summary", "recalled", "recent", "step"]
+    messages: int
+    tokens: int
+    leftOut: int
+    cut: int
+
+
+class CompactionObject(Outgoing):
+    """A fold of a conversation's oldest turns into a summary (processes/lane/compaction.py):
+    the calls send `summary` instead of the first `messages` messages, up to `lastIndex`."""
+
+    id: str
+    processId: str
+    firstIndex: int
+    lastIndex: int
+    messages: int
+    turns: int
+    summary: str
+    method: Literal["llm", "fallback"]
+    model: str
+    promptTokens: int
+    completionTokens: int
+    summaryTokens: int
+    createdAt: str
+    undoneAt: str | None
+
+
+class LastCall(Outgoing):
+    """What the last LLM call of a committed turn sent, within its model's window
+    (docs/engines.md, "The context budget")."""
+
+    step: str
+    window: int | None
+    budget: int | None
+    maxTokens: int | None
+    tools: int
+    # The tools left out of the call to fit the window (their schemas past 40 % of it).
+    toolsLeftOut: list[str]
+    tokens: int
+    counted: bool
+    parts: list[ContextPart]
+
+
 class ProcessDetail(ProcessObject):
     """A process with its task tree, pending count, last error and conversation
     (`process_detail`)."""
@@ -93,6 +139,8 @@ class ProcessDetail(ProcessObject):
     taskTree: dict[str, Any] | None
     pending: int
     lastError: str | None
+    lastCall: LastCall | None
+    compaction: CompactionObject | None
     engineParams: dict[str, Any]
     conversationLength: int
     conversation: list[ConversationEntry]

@@ -19,8 +19,8 @@ from pydantic import Field, TypeAdapter
 # The events, re-exported: emitters import them from here, as the replies.
 from protocol.events import *  # noqa: F403
 from protocol.events import EventFrame
-from protocol.objects import ConversationEntry as ConversationEntry
 from protocol.objects import (
+    CompactionObject,
     EngineDescriptor,
     InboxItemObject,
     Outgoing,
@@ -33,6 +33,7 @@ from protocol.objects import (
     UndoneTurn,
     left_out_if_none,
 )
+from protocol.objects import ConversationEntry as ConversationEntry
 from protocol.objects import NotificationObject as NotificationObject
 from protocol.objects import RunObject as RunObject
 from protocol.objects import SessionFingerprint as SessionFingerprint
@@ -134,6 +135,16 @@ class ProcessUndoneData(Outgoing):
 class ProcessUndone(Reply):
     type: Literal["process-undone"] = "process-undone"
     data: ProcessUndoneData
+
+
+class ProcessUncompactedData(Outgoing):
+    process: ProcessObject
+    compaction: CompactionObject
+
+
+class ProcessUncompacted(Reply):
+    type: Literal["process-uncompacted"] = "process-uncompacted"
+    data: ProcessUncompactedData
 
 
 class ProcessUnsentData(Outgoing):
@@ -260,6 +271,7 @@ ServerFrame = Annotated[
     | ProcessSteered
     | ProcessChanged
     | ProcessUndone
+    | ProcessUncompacted
     | ProcessUnsent
     | ProcessList
     | Process

@@ -21,7 +21,9 @@ from django.test.utils import CaptureQueriesContext
 
 from processes.actions import steer
 from processes.capabilities import conversation_cache
+from processes.capabilities.recall import forget_indexes
 from processes.lane import dispatch, interrupts
+from processes.lane.context_builder import forget_compactions
 from processes.lane.driver import drive_lane
 from processes.lane.worker import shutdown_worker
 from processes.models import ThinkProcess
@@ -105,6 +107,9 @@ def _inprocess_worker(settings: Any) -> Iterator[None]:
     ratelimit.reset()
     # Nor with the conversations earlier tests' turns kept (their byte budget is shared).
     conversation_cache.clear()
+    # And the compactions and recall indexes they kept, by process id.
+    forget_compactions()
+    forget_indexes()
     yield
     # Let running lanes finish and close their connections before the database is flushed.
     shutdown_worker(wait=True)

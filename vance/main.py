@@ -190,6 +190,19 @@ def lifecycle(verb: str) -> Callable[[argparse.Namespace], int]:
     return command
 
 
+def cmd_uncompact(args: argparse.Namespace) -> int:
+    """Undo the summary a process's calls send instead of its earliest turns."""
+    reply = BrainApi(load_config()).post(f"processes/{args.process_id}/uncompact")
+    compaction = reply["compaction"]
+    out.print(
+        Text(
+            f"{reply['process']['id']}: summary {compaction['id']} undone; its "
+            f"{compaction['turns']} turns are sent again as far as the window allows"
+        )
+    )
+    return EXIT_OK
+
+
 def cmd_engines(args: argparse.Namespace) -> int:
     rows, _ = BrainApi(load_config()).results("think-engines", limit=200)
     out.print(engines_table(rows))
@@ -332,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(verb, help=f"{verb} a process")
         command.add_argument("process_id", metavar="tp_N")
         command.set_defaults(run=lifecycle(verb))
+
+    uncompact = commands.add_parser(
+        "uncompact", help="undo the summary of a process's earliest turns (its compaction)"
+    )
+    uncompact.add_argument("process_id", metavar="tp_N")
+    uncompact.set_defaults(run=cmd_uncompact)
 
     engines = commands.add_parser("engines", help="list think engines")
     engines.set_defaults(run=cmd_engines)

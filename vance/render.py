@@ -378,6 +378,11 @@ class EventPrinter:
         level = str(data.get("level") or "info")
         self.line(Text(f"! {data.get('text', '')}", style=LEVEL_STYLES.get(level, "")))
 
+    def on_conversation_folded(self, data: dict[str, Any]) -> None:
+        fold = data.get("compaction") or {}  # a compaction folded the oldest turns, or undone
+        what = "undone" if fold.get("undoneAt") else f"{fold.get('turns')} earlier turns summarised"
+        self.line(Text(f"~ {data.get('processId')}: {fold.get('id')} {what}", style="dim"))
+
     def on_run(self, data: dict[str, Any]) -> None:
         """A run of this person started or finished: shown only when it needs them. Their own
         runs (trigger `user`: each wake of a process they chat with) only when one failed (a

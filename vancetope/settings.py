@@ -232,6 +232,10 @@ VANCETOPE_LLM_FALLBACK_MODEL = env_str("VANCETOPE_LLM_FALLBACK_MODEL")
 VANCETOPE_LLM_SCRIPT = env_str("VANCETOPE_LLM_SCRIPT")
 VANCETOPE_LLM_TIMEOUT = env_float("VANCETOPE_LLM_TIMEOUT", 120.0)
 VANCETOPE_LLM_MAX_TOKENS = env_int("VANCETOPE_LLM_MAX_TOKENS", 4096)
+# The model's context window in tokens when its server does not say (llama.cpp's C++ server
+# and Ollama do; llama-cpp-python's server and hosted APIs do not); 0: the table of well-known
+# models (vancetope/llm/windows.py), else unbounded. The setting llm.contextWindow overrides it.
+VANCETOPE_LLM_CONTEXT_WINDOW = env_int("VANCETOPE_LLM_CONTEXT_WINDOW", 0)
 # Calls an OpenAI-compatible server gets at once from one Brain or worker OS process (0: no
 # bound); 1 for a server that answers one at a time, such as llama.cpp's Python server.
 VANCETOPE_LLM_MAX_CONCURRENT = env_int("VANCETOPE_LLM_MAX_CONCURRENT", 0)

@@ -1,9 +1,10 @@
-"""Undo and unsend frames (docs/protocol.md `process-undo`, `process-unsend`): parse, call
-the one service, reply."""
+"""Undo, unsend and uncompact frames (docs/protocol.md `process-undo`, `process-unsend`,
+`process-uncompact`): parse, call the one service, reply."""
 
 from __future__ import annotations
 
 from gateway.frames.socket import FrameHandler, Socket
+from processes.actions.uncompact import uncompact
 from processes.actions.undo import undo_turn
 from processes.actions.unsend import unsend_message
 from processes.presenters import process_data
@@ -22,6 +23,13 @@ async def process_undo(socket: Socket, frame: p.ProcessUndo) -> None:
     await socket.send_model(out.ProcessUndone(replyTo=frame.id, data=data))
 
 
+async def process_uncompact(socket: Socket, frame: p.ProcessUncompact) -> None:
+    pk = parse_public_id("tp", frame.data.processId, "process")
+    undone = await call_service(uncompact, pk, user=socket.user)
+    data = out.ProcessUncompactedData.model_validate(undone.data())
+    await socket.send_model(out.ProcessUncompacted(replyTo=frame.id, data=data))
+
+
 async def process_unsend(socket: Socket, frame: p.ProcessUnsend) -> None:
     pk = parse_public_id("tp", frame.data.processId, "process")
     message = await call_service(unsend_message, pk, frame.data.seq, user=socket.user)
@@ -32,4 +40,5 @@ async def process_unsend(socket: Socket, frame: p.ProcessUnsend) -> None:
 HANDLERS: dict[str, FrameHandler] = {
     "process-undo": process_undo,
     "process-unsend": process_unsend,
+    "process-uncompact": process_uncompact,
 }

@@ -25,10 +25,17 @@ from django.utils import timezone
 
 from processes import signals, transitions
 from processes.actions import lifecycle
+from processes.capabilities.recall import forget_from
 from processes.lane import lease as lanes
 from processes.lane import snapshots
 from processes.lane.dispatch import wake_lane
-from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
+from processes.models import (
+    Compaction,
+    ConversationMessage,
+    PendingKind,
+    PendingMessage,
+    ThinkProcess,
+)
 from processes.queries import check_changeable, has_work, load_process
 from processes.states import Call, Status, check_call
 from protocol.outbound import TaskTreeEvent, event
@@ -158,6 +165,14 @@ def _take_back(
             undone_at__isnull=True,
         ).update(undone_at=now, undone_by=by)
         PendingMessage.objects.filter(pk=target.pk).update(undone_at=now, undone_by=by)
+        # A compaction that folded a message taken back folds no more: the next call that
+        # comes near the window folds anew (processes/lane/compaction.py).
+        Compaction.objects.filter(
+            process_id=process.pk,
+            last_index__gte=int(snapshot["conversationLength"]),
+            undone_at__isnull=True,
+        ).update(undone_at=now)
+        forget_from(process.public_id, int(snapshot["conversationLength"]), "its turn was undone")
         events = SessionEvent.objects.filter(
             session_id=process.session_id,
             created_at__gte=since,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
@@ -14,6 +15,15 @@ from engines.capabilities import StructuredOutputError
 from engines.context import TurnUsage
 from sessions_app.event_sink import EventSink
 from vancetope.errors import TurnControl
+from vancetope.llm.assembly import (
+    Assembled,
+    Budget,
+    Folded,
+    Tokens,
+    assemble,
+    budget_for,
+    fit_tools,
+)
 from vancetope.llm.base import (
     CallInfo,
     Completion,
@@ -25,6 +35,8 @@ from vancetope.llm.base import (
     ToolCall,
     ToolSchema,
 )
+from vancetope.llm.estimate import estimate_tokens
+from vancetope.llm.windows import known_window
 from vancetope.observability.genai import LlmCallWatch
 
 # Validators of the schemas structured steps use, by the schema's JSON: a schema is checked
@@ -58,9 +70,25 @@ class LlmAccess:
         info: CallInfo | None = None,
         before_call: Callable[[], None] | None = None,
         fallback_model: str = "",
+        window_setting: int = 0,
+        folded: Callable[[], Folded | None] | None = None,
+        history: Callable[[], list[LlmMessage]] | None = None,
     ) -> None:
         self.provider = provider
         self.fallback_model = fallback_model
+        # The llm.contextWindow setting: the window when the server does not say.
+        self._window_setting = window_setting
+        # The conversation's active compaction (processes/lane/compaction.py), read at the
+        # first call of the turn whose window is known; and the history it folds the start of.
+        self._folded = folded
+        self._compaction: Folded | None = None
+        self._history = history or (lambda: [])
+        # The folded turns most relevant to a text (processes/capabilities/recall.py), for
+        # the calls of a conversation that has a compaction; set by the context builder.
+        self.recall: Callable[[str, list[LlmMessage]], list[LlmMessage]] | None = None
+        self._recalled: dict[str, list[LlmMessage]] = {}
+        self._tokens: Tokens | None = None
+
         # Checks the process tree's budgets before each call (processes/budgets.py).
         self._before_call = before_call
         # Who calls (engine, recipe); each call adds its step.
@@ -82,8 +110,15 @@ class LlmAccess:
         self._events.store_held()
         if self._before_call is not None:
             self._before_call()
+        assembled = self._assemble(messages, tools, model, force_tool)
         info = CallInfo(self._info.engine, step, self._info.recipe, model)
+        if assembled is not None:
+            messages, tools = assembled.messages, assembled.tools
+            info = replace(info, max_tokens=assembled.budget.completion if assembled.budget else 0)
         watch = LlmCallWatch(self.provider.name, model or self.provider.model, step, messages)
+        if assembled is not None:
+            self._usage.last_call = assembled.report() | {"step": step}
+            watch.assembled(self._usage.last_call)
         try:
             for item in self.provider.stream(messages, tools, info, force_tool=force_tool):
                 if isinstance(item, TextDelta | ToolCall):
@@ -102,6 +137,78 @@ class LlmAccess:
             watch.done("error", exc)
             raise
         watch.done("ok")
+
+    def window(self, model: str = "") -> int | None:
+        """The model's context window: as its server says, else the llm.contextWindow
+        setting, else the table of well-known models; None when none knows it."""
+        return (
+            self.provider.context_window(model)
+            or self._window_setting
+            or known_window(model or self.provider.model)
+        )
+
+    def tokens(self) -> Tokens:
+        """The turn's counter of tokens: the model's tokenizer where the provider has one at
+        hand, else the estimate; one per turn, so each message is counted once."""
+        if self._tokens is None:
+            provider = self.provider
+            if provider.count_tokens("a") is None:
+                self._tokens = Tokens()
+            else:
+                self._tokens = Tokens(
+                    lambda text: provider.count_tokens(text) or estimate_tokens(text)
+                )
+        return self._tokens
+
+    def budget(self, tools: list[ToolSchema] | None, model: str = "") -> Budget | None:
+        """The budget of a call with `tools` (vancetope/llm/assembly.py); None when the
+        model's window is unknown."""
+        window = self.window(model)
+        if not window:
+            return None
+        return budget_for(window, self.provider.max_tokens, tools, self.tokens())
+
+    def _assemble(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None,
+        model: str,
+        force_tool: str | None = None,
+    ) -> Assembled | None:
+        """The call's messages (and tools) within its model's window
+        (vancetope/llm/assembly.py), or None when the window is unknown (the scripted provider
+        unless a window is set): then the call goes as the engine built it. The conversation's
+        compaction, if it has one, stands for the messages it folded."""
+        window = self.window(model)
+        if not window:
+            return None
+        tokens = self.tokens()
+        offered, left_out = fit_tools(tools, window, tokens, keep=force_tool)
+        budget = budget_for(window, self.provider.max_tokens, offered, tokens)
+        if self._folded is not None and self._compaction is None:
+            self._compaction = self._folded() or Folded("", 0)
+        found = self._compaction
+        folded = self._history()[: found.messages] if found is not None and found.messages else []
+        assembled = assemble(
+            messages,
+            budget,
+            tokens,
+            summary=found.summary if folded and found is not None else "",
+            folded=folded,
+            recalled=self._recall_for(messages, folded) if folded else (),
+        )
+        assembled.tools, assembled.tools_left_out = offered if tools else None, left_out
+        return assembled
+
+    def _recall_for(self, messages: list[LlmMessage], folded: list[LlmMessage]) -> list[LlmMessage]:
+        """The recalled turns for the message a call answers (its last user message), once
+        per text in a turn (a tool loop asks again with the same message)."""
+        if self.recall is None:
+            return []
+        query = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        if query not in self._recalled:
+            self._recalled[query] = self.recall(query, folded)
+        return self._recalled[query]
 
     def complete(
         self,

@@ -20,6 +20,7 @@ from processes.actions.reports import deliver_with_commit
 from processes.lane import lease as lanes
 from processes.lane import quota as quotas
 from processes.lane import snapshots, wake_listeners
+from processes.lane.compaction import due as compaction_due
 from processes.lane.context_builder import Prepared
 from processes.lane.dispatch import start_later
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
@@ -97,6 +98,10 @@ def commit_turn(
     the commit in it (`wake`)."""
     ctx, events = prepared.ctx, prepared.events
     now = timezone.now()
+    # A turn whose call came near its window keeps the lane past its run's end, for the
+    # compaction that follows it (processes/lane/compaction.py): a message sent meanwhile
+    # waits for it instead of racing it for the lane.
+    lease.compact_due = lease.compact_due or compaction_due(ctx.usage.last_call)
     # A turn that commits clears the error of earlier failed attempts, or names its own.
     error = ctx.error if ctx.outcome is not None else ""
     # A bounded continuation counts this turn (one dict test for every other process).
@@ -119,6 +124,9 @@ def commit_turn(
             "llm_calls": fastsql.Add(ctx.usage.llm_calls),
             **estimated(ctx.usage),
             "last_error": error,
+            # Only when a call was assembled within a known window: the default chat's
+            # statement (the scripted provider, no window) is unchanged.
+            **({"last_call": ctx.usage.last_call} if ctx.usage.last_call is not None else {}),
             # Set when the turn blocks on an external key; any other turn clears it (written
             # only when it changes: the column is indexed, and an index is rewritten whenever
             # its column is set).
@@ -192,6 +200,8 @@ def commit_turn(
     process.llm_calls += ctx.usage.llm_calls
     process.usage_estimated = process.usage_estimated or ctx.usage.estimated
     process.last_error = error
+    if ctx.usage.last_call is not None:
+        process.last_call = ctx.usage.last_call
     process.blocked_by_external = ctx.external_key
     lease.expires_at = now + timedelta(seconds=lanes.lease_seconds())
     return upcoming
@@ -209,12 +219,14 @@ def end_run(
     unless: tuple[str, Sequence[Any]] | None = None,
 ) -> None:
     """Inside the last turn's commit: leave RUNNING and let the lane go (the status event
-    goes out with the turn's other events). `unless`: as in transitions.apply."""
+    goes out with the turn's other events), or keep it for a compaction that is due.
+    `unless`: as in transitions.apply."""
+    keep = lease.compact_due and to_status != Status.CLOSED
     event = lease_transition(
-        process, lease, call, to_status, reason, release=True, changes=changes, unless=unless
+        process, lease, call, to_status, reason, release=not keep, changes=changes, unless=unless
     )
     prepared.events.emit_after_commit(event)
-    lease.released = True
+    lease.released = not keep
 
 
 def end_run_unless_more_waits(

@@ -7,6 +7,8 @@ engines/capabilities.py names the Protocol it implements.
 from __future__ import annotations
 
 import copy
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +22,12 @@ from processes.budgets import TreeBudget
 from processes.capabilities.children import ChildProcesses
 from processes.capabilities.conversation import ConversationBuffer
 from processes.capabilities.llm import LlmAccess
+from processes.capabilities.recall import recall_index
 from processes.capabilities.tools import acting_user_of, toolbox_for
 from processes.lane import lease as lanes
 from processes.lane.interrupts import Boundary
 from processes.models import ThinkProcess
+from processes.presenters import active_compaction
 from processes.queries import session_facts
 from processes.signals import context_built
 from sessions_app.event_sink import Event, EventSink
@@ -31,6 +35,7 @@ from vancetope.config import keys
 from vancetope.config.cascade import Effective, current_revision, session_values
 from vancetope.config.llm import llm_config
 from vancetope.errors import Conflict
+from vancetope.llm.assembly import Folded
 from vancetope.llm.base import CallInfo
 from vancetope.llm.factory import get_provider
 from vancetope.memory.capability import MemoryAccess
@@ -81,6 +86,7 @@ class Prepared:
     conversation: ConversationBuffer
     events: EventSink
     children: ChildProcesses
+    llm: LlmAccess
     # The process's engine_params as the call found them: the commit writes them only if the
     # engine changed them (vogon's strategyState), so an operator's edit of a process's params
     # is never undone by a call that did not touch them.
@@ -126,17 +132,21 @@ def build_context(
     if lease is not None:
         client, lease.session_client = lease.session_client, None
     cascade = session_values(process.session_id, revision)
+    llm = LlmAccess(
+        get_provider(llm_config(cascade)),
+        events,
+        usage,
+        boundary,
+        CallInfo(engine=process.think_engine, recipe=process.recipe_name),
+        before_call=lambda: _before_llm_call(budget, usage),
+        fallback_model=str(cascade.value(keys.FALLBACK_MODEL.name)),
+        window_setting=int(cascade.value(keys.CONTEXT_WINDOW.name) or 0),
+        folded=lambda: compaction_of(process.pk, (process.conversation_epoch, process.folds)),
+        history=conversation.history,
+    )
     ctx = ThinkEngineContext(
         process=process,
-        llm=LlmAccess(
-            get_provider(llm_config(cascade)),
-            events,
-            usage,
-            boundary,
-            CallInfo(engine=process.think_engine, recipe=process.recipe_name),
-            before_call=lambda: _before_llm_call(budget, usage),
-            fallback_model=str(cascade.value(keys.FALLBACK_MODEL.name)),
-        ),
+        llm=llm,
         conversation=conversation,
         events=events,
         settings=engine_settings(engine, process, cascade, chat=chat),
@@ -159,7 +169,40 @@ def build_context(
     # ctx.inbox and ctx.space: their apps set them (inbox/apps.py, spaces/apps.py).
     context_built.send(ThinkProcess, process=process, allowed_tools=engine.allowed_tools, ctx=ctx)
     ctx.memory = MemoryAccess(process.public_id, lambda: _whereabouts(process))
-    return Prepared(ctx, conversation, events, children, copy.deepcopy(process.engine_params))
+    if cascade.value(keys.RECALL.name):
+        state = (process.conversation_epoch, process.folds)
+        llm.recall = lambda text, folded: recall_index(process.pk, state, folded).search(text)
+    return Prepared(ctx, conversation, events, children, llm, copy.deepcopy(process.engine_params))
+
+
+# The active compaction of recently driven processes, by (process, (conversation epoch, folds)):
+# a compaction and its undo move `folds`, an undo of a turn the epoch, so a kept entry is never
+# stale, and a turn of a long conversation reads no compaction row.
+_compactions: OrderedDict[tuple[int, tuple[int, int]], Folded | None] = OrderedDict()
+_compactions_lock = threading.Lock()
+KEPT_COMPACTIONS = 1024
+
+
+def compaction_of(process_id: int, state: tuple[int, int]) -> Folded | None:
+    """The process's active compaction (processes/lane/compaction.py), as the calls use it."""
+    key = (process_id, state)
+    with _compactions_lock:
+        if key in _compactions:
+            _compactions.move_to_end(key)
+            return _compactions[key]
+    found = active_compaction(process_id)
+    folded = None if found is None else Folded(found.summary, found.messages)
+    with _compactions_lock:
+        _compactions[key] = folded
+        while len(_compactions) > KEPT_COMPACTIONS:
+            _compactions.popitem(last=False)
+    return folded
+
+
+def forget_compactions() -> None:
+    """Drop the kept compactions (tests: ids start again with every test's database)."""
+    with _compactions_lock:
+        _compactions.clear()
 
 
 def _whereabouts(process: ThinkProcess) -> tuple[int, int, int]:

@@ -25,6 +25,7 @@ from processes.lane import lease as lanes
 from processes.lane import observe, snapshots, wake_listeners
 from processes.lane import quota as quotas
 from processes.lane.commit import commit_turn, lease_transition, spent
+from processes.lane.compaction import compact
 from processes.lane.context_builder import Prepared, build_context, engine_of
 from processes.lane.interrupts import TurnInterrupted, interrupt_is_fresh
 from processes.lane.worker import is_stopping
@@ -78,12 +79,18 @@ def drive_lane(process_id: int, held: lanes.Lease | None = None) -> int:
         try:
             with lanes.holding(lease) as keeper, logs.bound(observe.facts_of(lease)):
                 turns += _drain(process_id, keeper)
+                if lease.compact_due and not lease.released:
+                    # The conversation came near its window: its oldest turns are folded now,
+                    # in the lane the last commit kept for it (a message sent meanwhile
+                    # found the lane taken: looked for below).
+                    compact(process_id, keeper)
         except lanes.LeaseLost:
             log.warning("lane tp_%s: lease lost mid-turn; nothing written", process_id)
             return turns
         # A lane let go by the commit that found no more work needs no second look: a message
-        # sent after that commit woke the lane itself.
-        if lease.released or not has_work(process_id):
+        # sent after that commit woke the lane itself. One kept for a compaction looks for the
+        # messages sent meanwhile, which found it taken.
+        if (lease.released and not lease.compact_due) or not has_work(process_id):
             return turns
     if held is not None:
         lanes.release(held)  # stopping: the lane handed over is let go unused

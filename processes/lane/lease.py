@@ -62,6 +62,9 @@ class Lease:
     released: bool = False
     # Set when the commit that ended the run stored the process's report to its parent.
     reported: bool = False
+    # Set by a commit whose turn's last call came near its model's window: the lane folds the
+    # conversation's oldest turns after the run (processes/lane/compaction.py).
+    compact_due: bool = False
     # The process row as the acquisition left it (read in the same statement).
     process: ThinkProcess | None = None
     # The settings revision when the lane was taken (read in the same statement): the

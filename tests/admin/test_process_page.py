@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from processes.actions.create import create_process
 from processes.actions.lifecycle import stop_process
-from processes.models import ThinkProcess
+from processes.models import Compaction, ThinkProcess
 from processes.states import Status
 from tests.support.tenancy import open_session
 from tests.support.waiting import wait_until
@@ -124,3 +125,27 @@ def test_an_api_token_is_created_in_the_admin_and_shown_once(operator, alice):
     # and the token's own page never shows it again
     change = operator.get(reverse("admin:tenancy_apitoken_change", args=[token.pk]))
     assert raw not in change.content.decode()
+
+
+def test_the_process_page_shows_the_conversations_compactions_undone_ones_too(operator, alice):
+    # given a chat whose conversation was folded twice, the second fold undone
+    session = open_session(alice)
+    chat = session.chat_process_id
+    wait_until(lambda: ThinkProcess.objects.get(pk=chat).status == Status.IDLE)
+    Compaction.objects.create(
+        process_id=chat, first_index=0, last_index=9, messages=10, turns=5,
+        summary="They spoke of PELICAN-42.", method="llm",
+    )  # fmt: skip
+    Compaction.objects.create(
+        process_id=chat, first_index=10, last_index=19, messages=20, turns=5,
+        summary="Then of rivers.", method="fallback", undone_at=timezone.now(),
+    )  # fmt: skip
+    # when the operator opens the process page
+    html = operator.get(reverse("admin:processes_thinkprocess_change", args=[chat])).content
+    # then both folds are there, read-only, with their summaries and methods
+    page = html.decode()
+    assert "Compactions" in page
+    assert "They spoke of PELICAN-42." in page
+    assert "Then of rivers." in page
+    assert "fallback" in page
+    assert 'name="compactions-0-summary"' not in page

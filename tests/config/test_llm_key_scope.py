@@ -95,7 +95,7 @@ def test_a_project_admins_url_never_receives_the_tenants_key(
     session = ford_session(alice, project)
     assert chat(session, "hello") == "echo: hello"
     # then the listener was asked, but received neither the tenant's key nor the operator's
-    assert len(listener.recorded) == 1
+    assert len(listener.completions) == 1
     assert not any(TENANT_KEY in header for header in authorizations(listener))
     assert not any(OPERATOR_KEY in header for header in authorizations(listener))
     # and the tenant's own projects still send the tenant's key to the operator's URL
@@ -120,11 +120,12 @@ def test_no_tenant_receives_the_operators_key_at_a_url_of_its_own(
     )
     chat(ford_session(bob), "two")
     # then the listener got both calls, with no operator key in any of them
-    assert len(listener.recorded) == 2
+    assert len(listener.completions) == 2
     assert not any(OPERATOR_KEY in header for header in authorizations(listener))
     # and alice, on the operator's URL, still uses the operator's key
     chat(ford_session(alice), "three")
-    assert authorizations(operator_llm) == [f"Bearer {OPERATOR_KEY}"]
+    # (every request: the completion and the asks of the server's window and tokenizer)
+    assert set(authorizations(operator_llm)) == {f"Bearer {OPERATOR_KEY}"}
 
 
 def test_a_key_set_beside_its_url_is_sent_there(
@@ -138,7 +139,7 @@ def test_a_key_set_beside_its_url_is_sent_there(
     # when they chat
     chat(ford_session(alice, project), "hello")
     # then their URL got their key
-    assert authorizations(listener) == ["Bearer sk-own"]
+    assert set(authorizations(listener)) == {"Bearer sk-own"}
 
 
 def test_an_anthropic_url_without_a_key_of_its_scope_blocks_saying_why(

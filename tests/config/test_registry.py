@@ -75,6 +75,8 @@ def test_the_llm_keys_are_registered_and_only_the_api_key_is_secret():
         "llm.baseUrl",
         "llm.apiKey",
         "llm.fallbackModel",
+        "llm.contextWindow",
+        "llm.recall",
     }
     assert [name for name, key in llm.items() if key.secret] == ["llm.apiKey"]
 

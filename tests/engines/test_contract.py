@@ -36,11 +36,16 @@ from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
 from recipes_app.models import Recipe, RecipeScope
 from sessions_app.services import FingerprintData
+from tests.support.recording_llm import RecordingProvider
 from tests.support.tenancy import Tenancy
 from tests.support.waiting import wait_until
+from vancetope.llm.assembly import Tokens, budget_for
 
 ENGINES = [engine.name for engine in all_engines()]
 OPEN = {Status.IDLE, Status.BLOCKED}
+# A window small enough that a long message, a tool loop's results and a deep think's digests
+# must be fitted (docs/engines.md, "The context budget").
+SMALL_WINDOW = 1536
 ENGINE_CALLS = ("start", "steer", "pause", "resume", "suspend", "stop")
 
 
@@ -221,6 +226,36 @@ def test_engine_survives_start_steer_pause_resume_suspend_stop_reset_and_a_new_s
             assert call.outcome is None, f"{call.name} decided {call.outcome}"
     # and the engine instance kept nothing of the process
     assert vars(engine) == attributes
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("engine_name", ENGINES)
+def test_every_call_of_the_engine_fits_a_small_window_with_a_message_larger_than_it(
+    alice, engine_name, monkeypatch: pytest.MonkeyPatch, settings: Any
+):
+    # given a process of the engine on a model whose server says its window is 1,536 tokens
+    provider = RecordingProvider(window=SMALL_WINDOW)
+    monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: provider)
+    engine = get_engine(engine_name)
+    assert engine is not None
+    process = new_process(alice, engine)
+    deferred_turn(process.pk, engine.contract)
+    # when it is sent a message of three thousand words
+    turn(process.pk, "word " * 3000)
+    # then every call the engine made (and its children) fitted the window: its prompt within
+    # the budget left by the answer, the tools' schemas and the margin
+    tokens = Tokens()
+    calls = list(zip(list(provider.calls), list(provider.tools), strict=False))
+    assert calls
+    for (messages, info), tools in calls:
+        budget = budget_for(SMALL_WINDOW, RecordingProvider.max_tokens, tools, tokens)
+        assert budget.prompt > 0, (info, budget)
+        assert tokens.messages(messages) <= budget.prompt, (
+            info,
+            [(m.role, len(m.content), m.content[:80]) for m in messages],
+        )
+        assert info is not None
+        assert info.max_tokens == budget.completion
 
 
 def test_a_chat_process_contract_has_no_goal_or_params():

@@ -79,6 +79,22 @@ def test_a_forced_tool_is_answered_with_arguments_that_fit_its_schema(
     assert completion.usage.completion_tokens > 0
 
 
+def test_the_context_window_is_the_configured_context_and_tokens_are_counted(
+    provider: LocalProvider,
+) -> None:
+    # when
+    window = provider.context_window()
+    other = provider.context_window("another-model")
+    count = provider.count_tokens("Name three planets.")
+    empty = provider.count_tokens("")
+
+    # then: the one model's context, whatever is asked; its own tokenizer's count
+    assert window == other == 2048
+    assert count is not None
+    assert count > 0
+    assert empty == 0
+
+
 def test_two_calls_ids_differ(provider: LocalProvider) -> None:
     first = collect(provider.stream(QUESTION, [VERDICT], force_tool="give_verdict"))
     second = collect(provider.stream(QUESTION, [VERDICT], force_tool="give_verdict"))

@@ -18,7 +18,9 @@ from tests.support.openai_stub import (
     StubReply,
     StubToolCall,
     send_event_stream,
+    send_json,
 )
+from vancetope.llm import server_probe
 from vancetope.llm.base import (
     CallInfo,
     ForcedToolRefused,
@@ -32,6 +34,7 @@ from vancetope.llm.base import (
     collect,
 )
 from vancetope.llm.openai_provider import OpenAICompatibleProvider
+from vancetope.llm.server_probe import server_origin
 
 READ_FILE = ToolSchema(
     name="read_file",
@@ -94,6 +97,16 @@ def test_a_call_that_asks_for_another_model_sends_that_model(
     # then the request carries it, and the next call is back on the configured one
     collect(provider.stream([LlmMessage(role="user", content="hi")], None, CallInfo(step="x")))
     assert [body["model"] for body in stub.requests] == ["spare", "local-model"]
+
+
+def test_a_call_whose_budget_sets_max_tokens_sends_those(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # when a call's context budget leaves the answer fewer tokens than configured
+    collect(provider.stream([LlmMessage(role="user", content="hi")], info=CallInfo(max_tokens=64)))
+
+    # then the request asks for those
+    assert stub.requests[0]["max_tokens"] == 64
 
 
 def test_api_key_defaults_to_a_placeholder_for_local_servers(
@@ -225,7 +238,7 @@ def test_tool_call_round_trip(stub: OpenAIStubServer, provider: OpenAICompatible
     assert tool == {"role": "tool", "tool_call_id": "call_abc", "content": "buy milk"}
 
 
-def test_an_assistant_turn_of_only_tool_calls_sends_null_content(
+def test_an_assistant_turn_of_only_tool_calls_sends_empty_not_null_content(
     stub: OpenAIStubServer, provider: OpenAICompatibleProvider
 ) -> None:
     call = ToolCall(id="call_1", name="read_file", arguments={})
@@ -239,7 +252,8 @@ def test_an_assistant_turn_of_only_tool_calls_sends_null_content(
         )
     )
 
-    assert stub.requests[0]["messages"][1]["content"] is None
+    # llama.cpp's server answers HTTP 500 to a null content
+    assert stub.requests[0]["messages"][1]["content"] == ""
 
 
 def test_several_tool_calls_keep_their_order_and_get_ids_when_the_server_gives_none(
@@ -301,6 +315,12 @@ def test_an_unreachable_server_is_an_llm_error() -> None:
     # when / then
     with pytest.raises(LlmError, match=f"connection to OpenAI-compatible server at {base_url}"):
         collect(provider.stream([LlmMessage(role="user", content="hi")]))
+
+
+def bodies(stub: OpenAIStubServer) -> list[dict[str, Any]]:
+    """Every request's body, the asks of the server's own endpoints too (`requests` has the
+    completions only)."""
+    return [recorded.body for recorded in stub.recorded]
 
 
 class BrokenStreamServer(OpenAIStubServer):
@@ -462,3 +482,263 @@ def test_a_raw_newline_inside_a_tool_arguments_string_is_read_not_refused() -> N
         completion = collect(provider.stream([LlmMessage(role="user", content="hi")]))
     # then the arguments hold the newline as the character it is
     assert [call.arguments for call in completion.tool_calls] == [{"text": "one\ntwo"}]
+
+
+class SelfDescribingStub(OpenAIStubServer):
+    """The stub, also answering where local servers say their window and count tokens, each
+    only when given: llama.cpp's `/props`, Ollama's `/api/show`, and the tokenize endpoint of
+    llama.cpp's servers (`tokenizer`: "llama.cpp" for `/tokenize`, "llama-cpp-python" for
+    `/extras/tokenize/count`). A token is a word. The first `loading` requests of these are
+    answered 503, as llama.cpp's server answers while it loads its model."""
+
+    def __init__(
+        self,
+        *,
+        props: dict[str, Any] | None = None,
+        show: dict[str, Any] | None = None,
+        tokenizer: str = "",
+        loading: int = 0,
+    ) -> None:
+        super().__init__()
+        self.props = props
+        self.show = show
+        self.tokenizer = tokenizer
+        self.loading = loading
+        self._loading_lock = threading.Lock()
+
+    def handle(
+        self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
+    ) -> None:
+        if path in {"/props", "/api/show", "/tokenize", "/extras/tokenize/count"}:
+            with self._loading_lock:
+                loading, self.loading = self.loading > 0, max(self.loading - 1, 0)
+            if loading:
+                send_json(handler, 503, {"error": {"message": "Loading model", "code": 503}})
+                return
+        if method == "GET" and path == "/props" and self.props is not None:
+            send_json(handler, 200, self.props)
+        elif method == "POST" and path == "/api/show" and self.show is not None:
+            send_json(handler, 200, self.show)
+        elif method == "POST" and path == "/tokenize" and self.tokenizer == "llama.cpp":
+            send_json(handler, 200, {"tokens": list(range(len(body["content"].split())))})
+        elif (
+            method == "POST"
+            and path == "/extras/tokenize/count"
+            and self.tokenizer == "llama-cpp-python"
+        ):
+            send_json(handler, 200, {"count": len(body["input"].split())})
+        else:
+            super().handle(handler, method, path, body)
+
+    def paths(self) -> list[str]:
+        return [request.path for request in self.recorded]
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1},
+        # older builds of llama.cpp's server
+        {"n_ctx": 8192},
+    ],
+)
+def test_the_context_window_is_what_llama_cpps_server_says_in_props(
+    props: dict[str, Any],
+) -> None:
+    # given
+    with SelfDescribingStub(props=props) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url, api_key="secret")
+
+        # when
+        window = provider.context_window()
+
+        # then
+        assert window == 8192
+        [request] = stub.recorded
+        assert (request.method, request.path) == ("GET", "/props")
+        assert request.headers["authorization"] == "Bearer secret"
+
+
+@pytest.mark.parametrize(
+    ("parameters", "trained", "window"),
+    [
+        ('num_ctx                        8192\nstop "<|im_end|>"', 131072, 8192),
+        # Ollama cuts a num_ctx beyond what the model was trained for
+        ("num_ctx 65536", 32768, 32768),
+        # without num_ctx: Ollama's default window, or the trained one where that is smaller
+        ('stop "<|im_end|>"', 131072, 4096),
+        ("", 2048, 2048),
+    ],
+    ids=["num_ctx", "num_ctx-beyond-training", "ollamas-default", "trained-below-default"],
+)
+def test_the_context_window_is_what_ollama_runs_the_model_with(
+    parameters: str, trained: int, window: int
+) -> None:
+    # given an Ollama server (no /props), its model's parameters and trained length
+    show = {
+        "parameters": parameters,
+        "model_info": {"general.architecture": "qwen2", "qwen2.context_length": trained},
+    }
+    with SelfDescribingStub(show=show) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url, model="qwen2.5:7b")
+
+        # when
+        answer = provider.context_window()
+
+        # then
+        assert answer == window
+        assert stub.paths() == ["/props", "/api/show"]
+        assert bodies(stub)[-1] == {"model": "qwen2.5:7b"}
+
+
+def test_a_server_that_does_not_say_its_window_is_asked_once_per_model(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # when the window is asked for twice, from two threads, and for another model
+    windows: list[int | None] = []
+    threads = [threading.Thread(target=lambda: windows.append(provider.context_window()))]
+    threads += [threading.Thread(target=lambda: windows.append(provider.context_window("")))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    other = provider.context_window("other-model")
+
+    # then the server was asked once for each model, and said nothing
+    assert windows == [None, None]
+    assert other is None
+    assert [request.path for request in stub.recorded] == ["/props", "/api/show"] * 2
+    assert [body.get("model") for body in bodies(stub)[1::2]] == ["local-model", "other-model"]
+
+
+def test_a_server_without_its_window_says_none_to_malformed_answers_too() -> None:
+    # given a /props without n_ctx and an /api/show without any length
+    show = {"parameters": "num_ctx lots", "model_info": {"general.architecture": "llama"}}
+    with SelfDescribingStub(props={"total_slots": 1}, show=show) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+
+        # when / then
+        assert provider.context_window() is None
+
+
+def test_an_unreachable_server_has_no_window_and_no_count() -> None:
+    # given a port that was free a moment ago and is closed now
+    with OpenAIStubServer() as stub:
+        base_url = stub.base_url
+    provider = OpenAICompatibleProvider(base_url=base_url)
+
+    # when / then: nothing is raised
+    assert provider.context_window() is None
+    assert provider.count_tokens("hello there") is None
+
+
+def test_a_server_still_loading_its_model_is_asked_again_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given llama.cpp's server answering 503 while it loads, and no pause between retries
+    monkeypatch.setattr(server_probe, "RETRY_AFTER", 0.0)
+    with SelfDescribingStub(props={"n_ctx": 4096}, tokenizer="llama.cpp", loading=2) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+
+        # when
+        first_window, first_count = provider.context_window(), provider.count_tokens("a b")
+
+        # then "not yet" was not remembered as "no"
+        assert (first_window, first_count) == (None, None)
+        assert provider.context_window() == 4096
+        assert provider.count_tokens("a b") == 2
+
+
+def test_after_a_server_could_not_answer_it_is_left_alone_a_while() -> None:
+    # given a server that answered 503
+    with SelfDescribingStub(props={"n_ctx": 4096}, loading=1) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+        assert provider.context_window() is None
+
+        # when asked again at once
+        window = provider.context_window()
+        count = provider.count_tokens("a b")
+
+        # then the answer is None without a request
+        assert (window, count) == (None, None)
+        assert stub.paths() == ["/props"]
+
+
+@pytest.mark.parametrize(
+    ("tokenizer", "path", "body"),
+    [
+        ("llama.cpp", "/tokenize", {"content": "one two three"}),
+        ("llama-cpp-python", "/extras/tokenize/count", {"input": "one two three"}),
+    ],
+)
+def test_tokens_are_counted_by_the_servers_tokenizer(
+    tokenizer: str, path: str, body: dict[str, Any]
+) -> None:
+    # given
+    with SelfDescribingStub(tokenizer=tokenizer) as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url, api_key="secret")
+
+        # when
+        count = provider.count_tokens("one two three")
+        later = provider.count_tokens("four five")
+
+        # then the endpoint found first is the one asked later
+        assert (count, later) == (3, 2)
+        assert stub.recorded[-1].path == path
+        assert stub.recorded[-1].headers["authorization"] == "Bearer secret"
+        assert bodies(stub)[-2] == body
+        assert stub.paths().count(path) == 2
+
+
+def test_a_server_without_a_tokenizer_counts_nothing_and_is_asked_once(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # when
+    counts = [provider.count_tokens("one two"), provider.count_tokens("three")]
+
+    # then
+    assert counts == [None, None]
+    assert [request.path for request in stub.recorded] == ["/tokenize", "/extras/tokenize/count"]
+
+
+def test_each_text_is_counted_once() -> None:
+    # given
+    with SelfDescribingStub(tokenizer="llama.cpp") as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+
+        # when
+        counts = [provider.count_tokens(text) for text in ["a b", "c", "a b", "c", "a b"]]
+
+        # then
+        assert counts == [2, 1, 2, 1, 2]
+        assert [body["content"] for body in bodies(stub)] == ["a b", "c"]
+
+
+def test_the_count_longest_unused_is_forgotten_past_the_caches_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # given a cache of two counts
+    monkeypatch.setattr(server_probe, "COUNT_CACHE_SIZE", 2)
+    with SelfDescribingStub(tokenizer="llama.cpp") as stub:
+        provider = OpenAICompatibleProvider(base_url=stub.base_url)
+        for text in ["a", "b", "a", "c"]:
+            provider.count_tokens(text)
+
+        # when the two kept ("a" used again, "c") and the forgotten one ("b") are counted
+        for text in ["a", "c", "b"]:
+            provider.count_tokens(text)
+
+        # then only the forgotten one is asked for again
+        assert [body["content"] for body in bodies(stub)] == ["a", "b", "c", "b"]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "origin"),
+    [
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080"),
+        ("http://localhost:11434/v1/", "http://localhost:11434"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+    ],
+)
+def test_a_servers_own_endpoints_are_beside_its_v1(base_url: str, origin: str) -> None:
+    assert server_origin(base_url) == origin

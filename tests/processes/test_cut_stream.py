@@ -53,7 +53,7 @@ async def test_a_chat_whose_stream_is_cut_tells_the_person_and_keeps_the_message
     # and the chat waits BLOCKED with the reason, no empty answer stored, the message kept
     row = await at_rest_async((await process_row(chat_id)).pk, Status.BLOCKED)
     assert reason in row.last_error
-    assert len(stub.requests) == 3  # retried like any provider failure
+    assert len(stub.completions) == 3  # retried like any provider failure
     assert await assistant_messages(row.pk) == []
     assert await pending(row.pk) == 1
     # when the server answers again and the person resumes the chat

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from inbox.models import InboxKind, InboxStatus
 from inbox.services import post_item
 from processes.lane.driver import _failure_notice
-from processes.models import ThinkProcess
+from processes.models import Compaction, ThinkProcess
 from processes.transitions import status_event
 from protocol import outbound as out
 from sessions_app.event_sink import EventSink
@@ -39,6 +39,7 @@ PROTOCOL_EVENTS = [
     "session-status",
     "run",
     "space-state",
+    "conversation-folded",
 ]
 PROTOCOL_REPLIES = [
     "workflow-started",
@@ -56,6 +57,7 @@ PROTOCOL_REPLIES = [
     "process-steered",
     "process-undone",
     "process-unsent",
+    "process-uncompacted",
     "process-list",
     "process",
     "thinkengines",
@@ -91,6 +93,19 @@ def round_trip(frame: dict[str, Any]) -> Any:
     model = out.server_frame.validate_python(frame)
     assert out.server_frame.dump_python(model, mode="json") == frame
     return model
+
+
+def fold_first_turn(process_id: int) -> None:
+    """A compaction of the process's first two messages, as the lane writes one."""
+    Compaction.objects.create(
+        process_id=process_id,
+        first_index=0,
+        last_index=1,
+        messages=2,
+        turns=1,
+        summary="The person said hello.",
+        method="llm",
+    )
 
 
 class Recording:
@@ -179,6 +194,10 @@ async def test_every_frame_of_a_session_is_an_outbound_model_that_gives_it_back(
     )
     assert unsent["type"] == "process-unsent", unsent
     await client.request("process-resume", {"processId": chat_id})
+    # a summary of the chat's first turn (as a compaction writes one) undone
+    await database_sync_to_async(fold_first_turn)(int(chat_id.removeprefix("tp_")))
+    uncompacted = await client.request("process-uncompact", {"processId": chat_id})
+    assert uncompacted["type"] == "process-uncompacted", uncompacted
     asking = {**REVIEW, "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "which?"}]}
     workflow_id = await database_sync_to_async(create_workflow)(alice, asking)
     await client.request("workflow-start", {"workflowId": workflow_id, "input": {"topic": "x"}})

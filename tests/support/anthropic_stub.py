@@ -33,6 +33,8 @@ STUB_MODEL = "claude-stub"
 
 
 class AnthropicStubServer(StubServer):
+    completion_path = "/v1/messages"
+
     def handle(
         self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]
     ) -> None:

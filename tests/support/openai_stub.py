@@ -116,6 +116,8 @@ class StubServer:
 
     # The URL prefix the client's base URL needs, e.g. "/v1" for OpenAI.
     base_path: ClassVar[str] = ""
+    # The path a completion request ends with (`requests` and `completions` list those only).
+    completion_path: ClassVar[str] = ""
 
     def __init__(self, replies: Iterable[StubReply] = ()) -> None:
         self._lock = threading.Lock()
@@ -138,9 +140,15 @@ class StubServer:
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies received so far, oldest first."""
+        """The JSON bodies of the completions asked for so far, oldest first (not the asks of
+        the server's own endpoints, its window and tokenizer, that a provider makes once)."""
+        return [recorded.body for recorded in self.completions]
+
+    @property
+    def completions(self) -> list[RecordedRequest]:
+        """The completion requests received so far (`recorded` has every request)."""
         with self._lock:
-            return [recorded.body for recorded in self._recorded]
+            return [r for r in self._recorded if r.path.endswith(self.completion_path)]
 
     @property
     def tool_choices(self) -> list[Any]:
@@ -240,6 +248,7 @@ class OpenAIStubServer(StubServer):
     """`POST /v1/chat/completions` (streaming and not) and `GET /v1/models`."""
 
     base_path = "/v1"
+    completion_path = "/v1/chat/completions"
 
     def handle(
         self, handler: BaseHTTPRequestHandler, method: str, path: str, body: dict[str, Any]

@@ -102,18 +102,43 @@ FALLBACK_MODEL = register(
 )
 
 
-# --- the brain linker (vancetope/memory/linker.py, docs/memory.md) ------------------------------
-
-
-def _fraction(value: float) -> str:
-    return "" if 0.0 <= value <= 1.0 else f"must be between 0 and 1, not {value!r}"
-
-
 def _at_least(low: int) -> Any:
     def check(value: int) -> str:
         return "" if value >= low else f"must be at least {low}, not {value!r}"
 
     return check
+
+
+CONTEXT_WINDOW = register(
+    SettingKey(
+        name="llm.contextWindow",
+        type=SettingType.INTEGER,
+        default=lambda resolved: int(settings.VANCETOPE_LLM_CONTEXT_WINDOW),
+        description="The model's context window in tokens, for a server that does not say "
+        "(llama.cpp's C++ server and Ollama do, and win; the local provider's is "
+        "VANCETOPE_LOCAL_CONTEXT); 0: the table of well-known hosted models, else unbounded. "
+        "Every LLM call is assembled within it. Default: VANCETOPE_LLM_CONTEXT_WINDOW.",
+        check=_at_least(0),
+    )
+)
+
+RECALL = register(
+    SettingKey(
+        name="llm.recall",
+        type=SettingType.BOOLEAN,
+        default=True,
+        description="Whether a compaction writes the turns it folds to the session's memory "
+        "and the calls of a compacted conversation get the earlier turns most relevant to "
+        "the message they answer (docs/engines.md, Recall). Off: the summary alone stands "
+        "for the folded turns, and nothing of the conversation is written to memory.",
+    )
+)
+
+# --- the brain linker (vancetope/memory/linker.py, docs/memory.md) ------------------------------
+
+
+def _fraction(value: float) -> str:
+    return "" if 0.0 <= value <= 1.0 else f"must be between 0 and 1, not {value!r}"
 
 
 LINKER_THRESHOLD = register(

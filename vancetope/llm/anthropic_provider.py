@@ -173,6 +173,17 @@ class AnthropicProvider(LlmProvider):
     def describe(self) -> str:
         return f"anthropic at {self.base_url or DEFAULT_ANTHROPIC_BASE_URL}, model {self.model}"
 
+    def context_window(self, model: str = "") -> int | None:
+        """None: the Messages API does not say a model's window, and every Claude model's is in
+        the table of well-known models (vancetope/llm/windows.py)."""
+        return None
+
+    def count_tokens(self, text: str) -> int | None:
+        """None: Claude's tokenizer is not published, and the API's token counting takes a
+        whole request in a round trip of its own, not a text; the caller estimates
+        (vancetope/llm/estimate.py)."""
+        return None
+
     def stream(
         self,
         messages: list[LlmMessage],
@@ -197,7 +208,7 @@ class AnthropicProvider(LlmProvider):
             ) as client:
                 events = client.messages.create(
                     model=(info.model if info else "") or self.model,
-                    max_tokens=self.max_tokens,
+                    max_tokens=(info.max_tokens if info else 0) or self.max_tokens,
                     messages=to_anthropic_messages(messages),
                     system=system_prompt or anthropic.omit,
                     tools=[to_anthropic_tool(tool) for tool in tools] if tools else anthropic.omit,

@@ -55,6 +55,9 @@ class CallInfo:
     recipe: str = ""
     # A model other than the provider's configured one (a fallback); "" for the configured one.
     model: str = ""
+    # The tokens the answer may take, when the call's context budget set them (a model whose
+    # window is smaller than the configured max_tokens); 0: the provider's configured ones.
+    max_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,9 @@ class LlmProvider(ABC):
 
     name: str
     model: str
+    # The tokens an answer may take (VANCETOPE_LLM_MAX_TOKENS); a call's CallInfo may ask
+    # for fewer. 0: the provider sets no bound.
+    max_tokens: int = 0
 
     @abstractmethod
     def stream(
@@ -133,6 +139,18 @@ class LlmProvider(ABC):
         provider forces it the way its server allows (OpenAI's and Anthropic's `tool_choice`,
         a grammar for the local model). A server that refuses to be forced raises
         ForcedToolRefused; None leaves the choice to the model."""
+
+    def context_window(self, model: str = "") -> int | None:
+        """The context window in tokens of `model` ("" for the configured one) as the server
+        (or the local model) says, or None where it does not say: the caller then reads the
+        `llm.contextWindow` setting, then the table of well-known models
+        (vancetope/llm/windows.py). Never raises; a provider may cache what it found."""
+        return None
+
+    def count_tokens(self, text: str) -> int | None:
+        """How many tokens `text` is for the model's own tokenizer, or None where no tokenizer
+        is at hand (the caller then estimates: vancetope/llm/estimate.py). Never raises."""
+        return None
 
     def describe(self) -> str:
         return f"{self.name} (model {self.model})"

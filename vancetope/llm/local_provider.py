@@ -108,6 +108,21 @@ class LocalProvider(LlmProvider):
     def describe(self) -> str:
         return f"local llama.cpp in this process, model {self.model} ({self.model_path})"
 
+    def context_window(self, model: str = "") -> int | None:
+        """The context the model is loaded with (VANCETOPE_LOCAL_CONTEXT), not the one it was
+        trained for: llama.cpp answers a prompt beyond it with an error. There is one model,
+        whatever `model` asks for."""
+        return self.context_tokens
+
+    def count_tokens(self, text: str) -> int | None:
+        """The model's own tokenizer, the one its usage is counted with; the model is loaded
+        here if no call loaded it yet. None where it cannot be (no `local` extra, a file that
+        is no model, a text with lone surrogates), as for a server without a tokenizer."""
+        try:
+            return shared_model(self.model_path, self.context_tokens).count(text)
+        except (LlmError, ImportError, ValueError):
+            return None
+
     def stream(
         self,
         messages: list[LlmMessage],
@@ -121,7 +136,8 @@ class LocalProvider(LlmProvider):
         if force_tool and tool is None:
             raise LlmError(f"the forced tool {force_tool!r} is not among the tools offered")
         plain = to_plain_messages(messages, forced=tool is not None)
-        request: dict[str, Any] = {"messages": plain, "stream": True, "max_tokens": self.max_tokens}
+        max_tokens = (info.max_tokens if info else 0) or self.max_tokens
+        request: dict[str, Any] = {"messages": plain, "stream": True, "max_tokens": max_tokens}
         if self.temperature is not None:
             request["temperature"] = self.temperature
         if tool is not None:

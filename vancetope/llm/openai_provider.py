@@ -3,6 +3,11 @@
 One base URL covers OpenAI itself, vLLM, Ollama (`http://localhost:11434/v1`) and the llama.cpp
 server. The request sends `max_tokens` rather than the newer `max_completion_tokens` because the
 local servers understand only the former; the default model, gpt-4o-mini, accepts it too.
+
+The OpenAI API says nothing of a model's context window or its tokenizer, but the local servers
+do, each at an endpoint of its own beside the API (ServerProbe): llama.cpp's `/props` and
+`/tokenize`, Ollama's `/api/show`, llama-cpp-python's `/extras/tokenize/count`. A provider asks
+for them once and remembers the answer, including that there is none.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from vancetope.llm.base import (
     Usage,
 )
 from vancetope.llm.estimate import estimate_usage
+from vancetope.llm.server_probe import ServerProbe
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -165,6 +171,7 @@ class OpenAICompatibleProvider(LlmProvider):
         self._kept_client: openai.OpenAI | None = None
         # At most this many calls to the server at once from this OS process (0: no bound).
         self._slots = server_slots(self.base_url, max_concurrent)
+        self._probe = ServerProbe(self.base_url, self.api_key)
 
     def describe(self) -> str:
         return f"openai-compatible at {self.base_url}, model {self.model}"
@@ -183,6 +190,16 @@ class OpenAICompatibleProvider(LlmProvider):
                     max_retries=self.max_retries,
                 )
             return self._kept_client
+
+    def context_window(self, model: str = "") -> int | None:
+        """What the server says, asked once per model: llama.cpp's `/props`, else Ollama's
+        `/api/show` (ServerProbe.window). OpenAI itself and vLLM say nothing here: None."""
+        return self._probe.window(model or self.model)
+
+    def count_tokens(self, text: str) -> int | None:
+        """The server's own tokenizer where it has one (llama.cpp's servers), each text once
+        (ServerProbe.count); None for a server without one, with no request after the first."""
+        return self._probe.count(text)
 
     def stream(
         self,
@@ -203,7 +220,7 @@ class OpenAICompatibleProvider(LlmProvider):
                 messages=[to_openai_message(message) for message in messages],
                 tools=[to_openai_tool(tool) for tool in tools] if tools else openai.omit,
                 tool_choice=forced_choice(force_tool) if force_tool else openai.omit,
-                max_tokens=self.max_tokens,
+                max_tokens=(info.max_tokens if info else 0) or self.max_tokens,
                 temperature=openai.omit if self.temperature is None else self.temperature,
                 stream=True,
                 stream_options={"include_usage": True},
@@ -275,8 +292,9 @@ def to_openai_message(message: LlmMessage) -> ChatCompletionMessageParam:
         return {"role": "assistant", "content": message.content}
     return {
         "role": "assistant",
-        # OpenAI wants null, not "", when the turn is only tool calls.
-        "content": message.content or None,
+        # "" rather than null when the turn is only tool calls: OpenAI takes either, and
+        # llama.cpp's server answers HTTP 500 to a null content.
+        "content": message.content,
         "tool_calls": [
             {
                 "id": call.id,

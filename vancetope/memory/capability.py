@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 
 from vancetope.errors import BadRequest
 from vancetope.memory.graph import edges_of, filtered_edges, get_visible_node
-from vancetope.memory.items import Source, lookup, write_item
+from vancetope.memory.items import Source, lookup, write_item, write_new_items
 from vancetope.memory.models import EdgeType, MemoryItem, Scope, SourceKind
 from vancetope.memory.presenters import edge_data, node_data
 from vancetope.memory.scopes import Reach, project_reach, target_from_project
@@ -78,6 +78,17 @@ class MemoryAccess:
         )
         source = Source(SourceKind.PROCESS, self._process_id)
         return write_item(target, content, source, key=key or "", tags=tags)
+
+    def write_new_items(
+        self, entries: list[tuple[str, list[str]]], *, scope: str | None = None
+    ) -> list[MemoryItem]:
+        """New items without keys, in one statement and one embedding batch (items.py)."""
+        project, session_pk, owner = self._where()
+        target = target_from_project(
+            owner, Scope(scope or DEFAULT_WRITE_SCOPE), project, session_pk
+        )
+        source = Source(SourceKind.PROCESS, self._process_id)
+        return write_new_items(target, entries, source)
 
     def write(self, content: str, *, key: str | None = None, scope: str | None = None) -> str:
         return self.write_item(content, key=key, scope=scope).public_id

@@ -87,6 +87,38 @@ def write_item(
     return item
 
 
+def write_new_items(
+    target: Target, entries: list[tuple[str, list[str]]], source: Source
+) -> list[MemoryItem]:
+    """Write several new items without keys ((content, tags) each) in one statement, their
+    passages embedded in one batch after the commit: what a compaction writes of the turns it
+    folds (processes/capabilities/recall.py), where an item a write_item each would queue an
+    embedding of its own. Unlike write_item, an item equal to one already there is written
+    again (each is a turn of its own, told at its own time)."""
+    for content, tags in entries:
+        check_content(content, tags)
+    with transaction.atomic():
+        items = MemoryItem.objects.bulk_create(
+            [
+                MemoryItem(
+                    tenant=target.tenant,
+                    group=target.group,
+                    project=target.project,
+                    session_ref=target.session_ref,
+                    owner_id=target.owner_id,
+                    scope=target.scope,
+                    content=content,
+                    tags=list(tags),
+                    source_kind=source.kind,
+                    source_id=source.id,
+                )
+                for content, tags in entries
+            ]
+        )
+        index([item_passage(item) for item in items])
+    return items
+
+
 def _end(item: MemoryItem, reason: str, superseded_by: MemoryItem | None = None) -> None:
     now = timezone.now()
     changed = MemoryItem.objects.filter(pk=item.pk, valid_to__isnull=True).update(

@@ -39,6 +39,22 @@ class LlmCallWatch:
             self._content = True
             self._span.set_attribute("gen_ai.input.messages", _messages_json(messages))
 
+    def assembled(self, report: dict[str, Any]) -> None:
+        """What the call sent, part by part (vancetope/llm/assembly.py): the window, the
+        budget and each part's tokens, as span attributes."""
+        span = self._span
+        if span is None:
+            return
+        if report.get("window"):
+            span.set_attribute("vancetope.context.window", report["window"])
+            span.set_attribute("vancetope.context.budget", report["budget"])
+            span.set_attribute("gen_ai.request.max_tokens", report["maxTokens"])
+        span.set_attribute("vancetope.context.tokens", report["tokens"])
+        for part in report["parts"]:
+            span.set_attribute(f"vancetope.context.{part['name']}.tokens", part["tokens"])
+            if part["leftOut"]:
+                span.set_attribute(f"vancetope.context.{part['name']}.left_out", part["leftOut"])
+
     def saw(self, item: TextDelta | ToolCall) -> None:
         if not self._content:
             return

@@ -314,6 +314,36 @@
     bubble(data.role, data.text, data.processId);
   }
 
+  // A compaction folded the chat's oldest turns (or was undone): one line in the log, the
+  // summary behind it, and a button that undoes it (`process-uncompact`).
+  function onConversationFolded(data) {
+    const compaction = data.compaction || {};
+    const item = document.createElement("li");
+    item.className = "message fold-line" + (compaction.undoneAt ? " undone" : "");
+    item.dataset.compaction = compaction.id;
+    item.dataset.process = data.processId;
+    const fold = document.createElement("details");
+    fold.className = "fold";
+    const summary = document.createElement("summary");
+    summary.textContent = compaction.undoneAt
+      ? "summary " + compaction.id + " undone: the earlier turns are sent again"
+      : compaction.turns + " earlier turn" + (compaction.turns === 1 ? "" : "s") + " summarised";
+    const body = document.createElement("div");
+    body.className = "text";
+    body.textContent = compaction.summary;
+    fold.append(summary, body);
+    item.append(fold);
+    if (!compaction.undoneAt) {
+      const undo = document.createElement("button");
+      undo.type = "button";
+      undo.className = "uncompact";
+      undo.textContent = "Undo this summary";
+      undo.addEventListener("click", () => send("process-uncompact", { processId: data.processId }));
+      item.append(undo);
+    }
+    ui.log.append(item);
+  }
+
   function onEvent(frame) {
     const data = frame.data || {};
     switch (frame.event) {
@@ -335,6 +365,9 @@
         break;
       case "notification":
         logEvent((data.level ? data.level + ": " : "") + data.text);
+        break;
+      case "conversation-folded":
+        onConversationFolded(data);
         break;
       case "run": {
         // A run of this person started or finished (their own chat turns too).

@@ -1,0 +1,142 @@
+"""A long chat on a small window, against llama.cpp's own server started with `--n_ctx 2048`:
+before the context budget, from turn 17 on the server cut every stream ("Requested tokens
+exceed context window") and the Brain stored empty answers. Now every call is assembled within
+the window, and what was said early is still in what is sent (the fold of the turns left out).
+Structure only, never wording: every turn answered, no request over the window, the early fact
+in what the late call sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from processes.actions import steer
+from processes.models import Compaction, ConversationMessage, ThinkProcess
+from processes.states import Status
+from tests.config.helpers import answers, ford_session
+from tests.support.llama_server import LlamaServer
+from tests.support.tenancy import Tenancy
+from tests.support.waiting import wait_until
+from vancetope.llm.base import CallInfo, LlmMessage, LlmProvider, StreamItem, ToolSchema
+from vancetope.llm.factory import get_provider, reset_provider_cache
+from vancetope.llm.local_model import default_model
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WINDOW = 2048
+TURNS = 60
+FACT = "my code word is PELICAN-42"
+
+
+@pytest.fixture(scope="module")
+def small_server() -> Iterator[LlamaServer]:
+    model = default_model()
+    assert model is not None  # the conftest skips the real-model tests without it
+    with LlamaServer(model, context_tokens=WINDOW) as server:
+        yield server
+
+
+class Recording(LlmProvider):
+    """The real provider, keeping the messages of every answer's call (what went to the
+    server; not the `compact` calls)."""
+
+    def __init__(self, real: LlmProvider) -> None:
+        self.real = real
+        self.name, self.model, self.max_tokens = real.name, real.model, real.max_tokens
+        self.sent: list[list[LlmMessage]] = []
+
+    def context_window(self, model: str = "") -> int | None:
+        return self.real.context_window(model)
+
+    def count_tokens(self, text: str) -> int | None:
+        return self.real.count_tokens(text)
+
+    def stream(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None = None,
+        info: CallInfo | None = None,
+        *,
+        force_tool: str | None = None,
+    ) -> Iterator[StreamItem]:
+        if info is not None and info.step == "answer":
+            self.sent.append(list(messages))
+        return self.real.stream(messages, tools, info, force_tool=force_tool)
+
+
+@pytest.fixture
+def recording(
+    settings: Any, small_server: LlamaServer, monkeypatch: pytest.MonkeyPatch
+) -> Recording:
+    settings.VANCETOPE_LLM = "openai"
+    settings.OPENAI_BASE_URL = small_server.base_url
+    settings.OPENAI_API_KEY = ""
+    settings.VANCETOPE_LLM_MODEL = small_server.model
+    settings.VANCETOPE_LLM_MAX_CONCURRENT = 1
+    # llama-cpp-python's server does not say its window: the operator's setting does.
+    settings.VANCETOPE_LLM_CONTEXT_WINDOW = WINDOW
+    settings.VANCETOPE_LLM_TEMPERATURE = "0"
+    settings.VANCETOPE_LLM_TIMEOUT = 300.0
+    settings.VANCETOPE_LLM_MAX_TOKENS = 48  # sixty turns in about three minutes
+    reset_provider_cache()
+    recorder = Recording(get_provider())
+    monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: recorder)
+    return recorder
+
+
+def say(n: int) -> str:
+    if n == 3:
+        return f"{FACT}. Please keep it in mind while we talk about other things."
+    if n == TURNS:
+        return "Now tell me again: what is my code word?"
+    return f"Turn {n}. Tell me one short fact about the number {n} and a city you like."
+
+
+def answered(session: Any, text: str) -> None:
+    """Send `text` and wait for its answer: a turn right after a compaction (two or three
+    calls folding a thousand tokens on two cores) can wait half a minute for the lane."""
+    chat_id = session.chat_process_id
+    before = len(answers(chat_id))
+    steer.send_chat(session.pk, text)
+
+    def done() -> bool:
+        row = ThinkProcess.objects.get(pk=chat_id)
+        return row.status == Status.IDLE and len(answers(chat_id)) > before
+
+    wait_until(done, timeout=240)
+
+
+def test_a_sixty_turn_ford_chat_on_a_2048_token_window_answers_every_turn(
+    alice: Tenancy, recording: Recording
+) -> None:
+    # given a ford chat on SmolLM2 behind llama.cpp's server with a 2,048-token window
+    session = ford_session(alice)
+    chat_id = session.chat_process_id
+    assert chat_id is not None
+    # when the person chats for sixty turns of about forty words
+    for n in range(1, TURNS + 1):
+        answered(session, say(n))
+        # then every turn is answered, and the chat waits for the next message, no error
+        row = ThinkProcess.objects.get(pk=chat_id)
+        assert row.last_error == "", (n, row.last_error)
+        assert len(answers(chat_id)) == n
+    assert all(answer.strip() for answer in answers(chat_id))
+    # and no request was over the window: each call's prompt, by the server's own tokenizer,
+    # left room for the answer
+    last_call = ThinkProcess.objects.get(pk=chat_id).last_call
+    assert last_call is not None
+    assert last_call["window"] == WINDOW
+    assert last_call["counted"] is True
+    assert last_call["tokens"] <= last_call["budget"]
+    parts = {part["name"]: part for part in last_call["parts"]}
+    assert parts["summary"]["leftOut"] > 0
+    # and the conversation was compacted, nothing deleted
+    assert Compaction.objects.filter(process_id=chat_id).exists()
+    assert ConversationMessage.objects.filter(process_id=chat_id).count() == 2 * TURNS
+    # and the fact of turn 3 is in what the sixtieth call sent (recalled, or in the summary),
+    # though turn 3 itself is folded
+    last_sent = recording.sent[-1]
+    assert all(message.content != say(3) for message in last_sent)
+    assert any(FACT in message.content for message in last_sent)
