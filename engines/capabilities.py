@@ -99,6 +99,14 @@ class Llm(Protocol):
     # "" when none is configured.
     fallback_model: str
 
+    def room(self, tools: list[ToolSchema] | None = None) -> int | None:
+        """About how many tokens the messages of a call offering `tools` may take within the
+        model's window (its budget less nothing of the conversation), or None when the window
+        is unknown. Every call is fitted to its window anyway (a long message is cut in its
+        middle); an engine that builds a long prompt of many parts (marvin's aggregate of
+        every worker's result) uses this to give each part its share instead."""
+        ...
+
     def stream(
         self,
         messages: list[LlmMessage],

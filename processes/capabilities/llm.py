@@ -168,6 +168,10 @@ class LlmAccess:
             return None
         return budget_for(window, self.provider.max_tokens, tools, self.tokens())
 
+    def room(self, tools: list[ToolSchema] | None = None) -> int | None:
+        budget = self.budget(tools)
+        return None if budget is None else budget.prompt
+
     def _assemble(
         self,
         messages: list[LlmMessage],

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engines.builtin.marvin.prompts import digest
+from engines.builtin.marvin.prompts import aggregate_ask, digest
 from engines.builtin.marvin.state import MarvinState
 from processes.models import ThinkProcess
 from processes.states import CloseReason, Status
@@ -332,6 +332,24 @@ def test_the_digest_folds_the_oldest_nodes_first_to_stay_within_its_budget():
     assert lines[0] == "- 16 earlier nodes, summarised: 15 DONE (n2, n3, n4, n6, …), 1 FAILED (n5)"
     assert lines[-1].startswith("- n21 WORKER 'Part 19' DONE: xxx")
     assert len(text) // 4 <= 300
+
+
+def test_the_aggregate_of_fifty_workers_gives_each_result_its_share_of_the_calls_room():
+    # given fifty finished workers with long results, and an aggregate call with room for
+    # 2,000 tokens
+    state = MarvinState.new("compare fifty things")
+    for n in range(50):
+        node = state.add(state.root, kind="WORKER", title=f"Thing {n}", goal=f"thing {n}")
+        state.mark(node, "DONE", result=result(f"thing {n}: " + "detail " * 300))
+    # when the aggregate's ask is made
+    ask = aggregate_ask(state, room_tokens=2000)
+    # then every worker's result is in it, each cut to its share, and together they fit
+    for n in range(50):
+        assert f"## Thing {n} (WORKER" in ask
+        assert f"thing {n}: detail" in ask
+    assert len(ask) // 4 <= 2000
+    # and without a known window nothing is cut
+    assert "detail " * 300 in aggregate_ask(state)
 
 
 def test_a_tree_stored_before_versions_loads_and_is_written_back_as_the_current_version():

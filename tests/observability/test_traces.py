@@ -90,3 +90,27 @@ def test_a_tool_call_is_a_span_of_its_turn_naming_the_tool_and_where_it_runs(ali
     assert tool.attributes["vancetope.tool.location"] == "server"
     assert tool.attributes["gen_ai.tool.call.id"].startswith("call_")
     assert [c.parent_id for c in named(spans(), "chat ")] == [turn.span_id, turn.span_id]
+
+
+def test_an_llm_span_carries_what_the_call_sent_part_by_part(alice, spans, settings):
+    # given tracing on, and a chat on a model whose window is known
+    settings.VANCETOPE_LLM_CONTEXT_WINDOW = 2048
+    session = create_session(
+        alice.user,
+        client_type="cli",
+        project_id=alice.project_id,
+        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
+        recipe="ford",
+    )
+    # when the person says hello
+    steer.send_chat(session.pk, "hello")
+    wait_until(lambda: named(spans(), "invoke_agent ford"))
+    # then the LLM span has the window, the budget, the answer's room and each part's tokens
+    [call] = named(spans(), "chat ")
+    attributes = call.attributes
+    assert attributes["vancetope.context.window"] == 2048
+    assert attributes["gen_ai.request.max_tokens"] == 512
+    assert 0 < attributes["vancetope.context.tokens"] <= attributes["vancetope.context.budget"]
+    assert attributes["vancetope.context.system.tokens"] > 0
+    assert attributes["vancetope.context.step.tokens"] > 0
+    assert attributes["vancetope.context.recent.tokens"] == 0

@@ -20,6 +20,7 @@ from tests.support.tenancy import Tenancy
 from tests.support.waiting import wait_until
 from tests.support.ws import bearer, connect, open_session
 from vancetope.config.models import Scope
+from vancetope.memory.capability import MemoryAccess
 from vancetope.memory.models import MemoryItem
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -220,3 +221,19 @@ def test_with_recall_off_nothing_of_the_conversation_goes_to_memory(
     parts = {p["name"]: p for p in last_call["parts"]}
     assert parts["recalled"]["messages"] == 0
     assert parts["summary"]["leftOut"] > 0
+
+
+def test_folded_turns_are_found_by_the_memory_search_the_chat_has(
+    alice: Tenancy, recording: RecordingProvider
+):
+    # given a long chat whose third turn told a code word, folded away since
+    session = ford_session(alice)
+    chat_id = long_chat(session, 24)
+    # when the chat's memory is searched as arthur's memory_search does (the session's reach)
+    memory = MemoryAccess.of(alice.project.pk, session.pk, alice.user.pk, f"tp_{chat_id}")
+    found = memory.search("code word PELICAN", k=5)
+    # then the folded turn is found, as the process's own
+    assert any(
+        result["source"]["id"] == f"tp_{chat_id}" and "PELICAN-42" in result["snippet"]
+        for result in found
+    )

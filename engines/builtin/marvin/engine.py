@@ -386,7 +386,7 @@ class Marvin(ThinkEngine):
 
     def _aggregate(self, ctx: ThinkEngineContext, state: MarvinState, node: TaskNode) -> None:
         state.mark(node, "RUNNING")
-        ask = prompts.aggregate_ask(state)
+        ask = prompts.aggregate_ask(state, ctx.llm.room())
         completion = complete_consulting_tools(ctx, ask, step="aggregate")
         state.mark(node, "DONE", result=completion.text)
         state.report = completion.text

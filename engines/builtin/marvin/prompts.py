@@ -117,6 +117,11 @@ DEFAULT_OUTPUT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
+# The share of an aggregate call's budget the workers' results take together (the rest: the
+# system prompt, the conversation, the answer's room is already set aside), and the least one
+# result is given however many there are.
+AGGREGATE_SHARE = 0.7
+RESULT_MIN_TOKENS = 16
 # How much of one node's result a digest line shows.
 LINE_CHARS = 300
 
@@ -199,18 +204,27 @@ def _context(state: MarvinState, budget_tokens: int) -> str:
     return text
 
 
-def aggregate_ask(state: MarvinState) -> str:
-    """The goal, every stored result (a structured result as JSON), and what is missing."""
+def aggregate_ask(state: MarvinState, room_tokens: int | None = None) -> str:
+    """The goal, every stored result (a structured result as JSON), and what is missing. With
+    `room_tokens` (the call's budget, ctx.llm.room), the results share AGGREGATE_SHARE of it
+    equally: each longer than its share is cut at its end, so fifty workers' results all reach
+    a small model's window, each in part, instead of the middle ones not at all."""
     parts = [f"Aggregate the results into the final report for: {state.root.goal}"]
-    for node in state.nodes:
-        if node.kind in {"WORKER", "USER_INPUT"} and node.status == "DONE":
-            shown = (
-                node.result
-                if isinstance(node.result, str)
-                else json.dumps(node.result, ensure_ascii=False, indent=1)
-            )
-            parts.append(f"## {node.title} ({node.kind}, {node.id})\n{shown}")
+    done = [n for n in state.nodes if n.kind in {"WORKER", "USER_INPUT"} and n.status == "DONE"]
     missing = missing_lines(state)
+    share = None
+    if room_tokens is not None and done:
+        fixed = estimate_tokens(parts[0] + missing)
+        share = max(RESULT_MIN_TOKENS, (int(room_tokens * AGGREGATE_SHARE) - fixed) // len(done))
+    for node in done:
+        shown = (
+            node.result
+            if isinstance(node.result, str)
+            else json.dumps(node.result, ensure_ascii=False, indent=1)
+        )
+        if share is not None and estimate_tokens(shown) > share:
+            shown = shown[: share * 4 - 1] + "…"
+        parts.append(f"## {node.title} ({node.kind}, {node.id})\n{shown}")
     if missing:
         parts.append(f"## Missing (failed, no result)\n{missing}")
     return "\n\n".join(parts)
