@@ -19,13 +19,13 @@ code word told at turn 3, asked for at turn 60). The setting `llm.recall` turns 
 from __future__ import annotations
 
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 
 import bm25s
 import numpy
 from django.utils import timezone
 
+from processes.capabilities.kept import Kept
 from vancetope.llm.assembly import group_turns
 from vancetope.llm.base import LlmMessage
 from vancetope.memory.capability import MemoryAccess
@@ -124,29 +124,16 @@ class RecallIndex:
 
 
 _WORDS = re.compile(TOKENS)
-_indexes: OrderedDict[tuple[int, tuple[int, int]], RecallIndex] = OrderedDict()
-_lock = threading.Lock()
+_indexes: Kept[RecallIndex] = Kept(KEPT_INDEXES)
 
 
 def recall_index(process_id: int, state: tuple[int, int], folded: list[LlmMessage]) -> RecallIndex:
     """The index of a process's folded messages, made once per (process, (conversation epoch,
     folds)): a compaction and its undo move `folds`, an undo of a turn the epoch. The lane
     makes it right after a compaction, so the next turn finds it here."""
-    key = (process_id, state)
-    with _lock:
-        found = _indexes.get(key)
-        if found is not None:
-            _indexes.move_to_end(key)
-            return found
-    made = RecallIndex(folded)
-    with _lock:
-        _indexes[key] = made
-        while len(_indexes) > KEPT_INDEXES:
-            _indexes.popitem(last=False)
-    return made
+    return _indexes.get((process_id, state), lambda: RecallIndex(folded))
 
 
 def forget_indexes() -> None:
     """Drop the kept indexes (tests: ids start again with every test's database)."""
-    with _lock:
-        _indexes.clear()
+    _indexes.clear()

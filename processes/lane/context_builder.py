@@ -7,8 +7,6 @@ engines/capabilities.py names the Protocol it implements.
 from __future__ import annotations
 
 import copy
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +19,7 @@ from engines.registry import get_engine
 from processes.budgets import TreeBudget
 from processes.capabilities.children import ChildProcesses
 from processes.capabilities.conversation import ConversationBuffer
+from processes.capabilities.kept import Kept
 from processes.capabilities.llm import LlmAccess
 from processes.capabilities.recall import recall_index
 from processes.capabilities.tools import acting_user_of, toolbox_for
@@ -178,31 +177,22 @@ def build_context(
 # The active compaction of recently driven processes, by (process, (conversation epoch, folds)):
 # a compaction and its undo move `folds`, an undo of a turn the epoch, so a kept entry is never
 # stale, and a turn of a long conversation reads no compaction row.
-_compactions: OrderedDict[tuple[int, tuple[int, int]], Folded | None] = OrderedDict()
-_compactions_lock = threading.Lock()
-KEPT_COMPACTIONS = 1024
+_compactions: Kept[Folded | None] = Kept(1024)
 
 
 def compaction_of(process_id: int, state: tuple[int, int]) -> Folded | None:
     """The process's active compaction (processes/lane/compaction.py), as the calls use it."""
-    key = (process_id, state)
-    with _compactions_lock:
-        if key in _compactions:
-            _compactions.move_to_end(key)
-            return _compactions[key]
-    found = active_compaction(process_id)
-    folded = None if found is None else Folded(found.summary, found.messages)
-    with _compactions_lock:
-        _compactions[key] = folded
-        while len(_compactions) > KEPT_COMPACTIONS:
-            _compactions.popitem(last=False)
-    return folded
+
+    def read() -> Folded | None:
+        found = active_compaction(process_id)
+        return None if found is None else Folded(found.summary, found.messages)
+
+    return _compactions.get((process_id, state), read)
 
 
 def forget_compactions() -> None:
     """Drop the kept compactions (tests: ids start again with every test's database)."""
-    with _compactions_lock:
-        _compactions.clear()
+    _compactions.clear()
 
 
 def _whereabouts(process: ThinkProcess) -> tuple[int, int, int]:

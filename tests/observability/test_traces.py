@@ -11,6 +11,7 @@ import pytest
 from processes.actions import steer
 from processes.actions.sessions import create_session
 from sessions_app.services import FingerprintData
+from tests.config.helpers import ford_session
 from tests.support.observability import (
     named,
     saturn_script,
@@ -95,13 +96,7 @@ def test_a_tool_call_is_a_span_of_its_turn_naming_the_tool_and_where_it_runs(ali
 def test_an_llm_span_carries_what_the_call_sent_part_by_part(alice, spans, settings):
     # given tracing on, and a chat on a model whose window is known
     settings.VANCETOPE_LLM_CONTEXT_WINDOW = 2048
-    session = create_session(
-        alice.user,
-        client_type="cli",
-        project_id=alice.project_id,
-        fingerprint=FingerprintData(machine_id="m-1", working_dir="/work"),
-        recipe="ford",
-    )
+    session = ford_session(alice)
     # when the person says hello
     steer.send_chat(session.pk, "hello")
     wait_until(lambda: named(spans(), "invoke_agent ford"))

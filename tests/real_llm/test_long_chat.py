@@ -17,10 +17,10 @@ from processes.models import Compaction, ConversationMessage, ThinkProcess
 from processes.states import Status
 from tests.config.helpers import ford_session
 from tests.support.llama_server import LlamaServer
+from tests.support.recording_llm import RecordingProvider
 from tests.support.tenancy import Tenancy
 from tests.support.tenancy import open_session as chat_session
 from tests.support.waiting import wait_until
-from vancetope.llm.base import CallInfo, LlmMessage, LlmProvider, StreamItem, ToolSchema
 from vancetope.llm.factory import get_provider, reset_provider_cache
 from vancetope.llm.local_model import default_model
 
@@ -39,38 +39,10 @@ def small_server() -> Iterator[LlamaServer]:
         yield server
 
 
-class Recording(LlmProvider):
-    """The real provider, keeping the messages of every answer's call (what went to the
-    server; not the `compact` calls)."""
-
-    def __init__(self, real: LlmProvider) -> None:
-        self.real = real
-        self.name, self.model, self.max_tokens = real.name, real.model, real.max_tokens
-        self.sent: list[list[LlmMessage]] = []
-
-    def context_window(self, model: str = "") -> int | None:
-        return self.real.context_window(model)
-
-    def count_tokens(self, text: str) -> int | None:
-        return self.real.count_tokens(text)
-
-    def stream(
-        self,
-        messages: list[LlmMessage],
-        tools: list[ToolSchema] | None = None,
-        info: CallInfo | None = None,
-        *,
-        force_tool: str | None = None,
-    ) -> Iterator[StreamItem]:
-        if info is not None and info.step in ("answer", "chat"):  # ford's, arthur's
-            self.sent.append(list(messages))
-        return self.real.stream(messages, tools, info, force_tool=force_tool)
-
-
 @pytest.fixture
 def recording(
     settings: Any, small_server: LlamaServer, monkeypatch: pytest.MonkeyPatch
-) -> Recording:
+) -> RecordingProvider:
     settings.VANCETOPE_LLM = "openai"
     settings.OPENAI_BASE_URL = small_server.base_url
     settings.OPENAI_API_KEY = ""
@@ -82,7 +54,7 @@ def recording(
     settings.VANCETOPE_LLM_TIMEOUT = 300.0
     settings.VANCETOPE_LLM_MAX_TOKENS = 48  # sixty turns in about three minutes
     reset_provider_cache()
-    recorder = Recording(get_provider())
+    recorder = RecordingProvider(real=get_provider())
     monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: recorder)
     return recorder
 
@@ -117,7 +89,7 @@ def answered(session: Any, text: str) -> str:
 
 @pytest.mark.parametrize("recipe", ["ford", "arthur"])
 def test_a_sixty_turn_chat_on_a_2048_token_window_answers_every_turn(
-    alice: Tenancy, recording: Recording, recipe: str
+    alice: Tenancy, recording: RecordingProvider, recipe: str
 ) -> None:
     # given a chat (ford's, or arthur's with its tools) on SmolLM2 behind llama.cpp's server
     # with a 2,048-token window
@@ -146,6 +118,6 @@ def test_a_sixty_turn_chat_on_a_2048_token_window_answers_every_turn(
     assert users.count() == TURNS
     # and the fact of turn 3 is in what the sixtieth call sent (recalled, or in the summary),
     # though turn 3 itself is folded
-    last_sent = recording.sent[-1]
+    last_sent = recording.sent("answer", "chat")[-1]  # ford's step, arthur's
     assert all(message.content != say(3) for message in last_sent)
     assert any(FACT in message.content for message in last_sent)

@@ -57,12 +57,7 @@ def running_brain(
     with run_services(name) as services:
         env = brain_env(var_dir, **extra, **services)
         token = bootstrap(env)
-        manage_shell(
-            env,
-            "from django.contrib.auth import get_user_model; "
-            "user = get_user_model().objects.get(username='local'); "
-            f"user.set_password({password!r}); user.save()",
-        )
+        set_local_password(env, password)
         worker = CeleryWorker(env, services["VANCETOPE_TASK_QUEUE"]) if services else None
         brain = Brain(env, free_port())
         try:
@@ -121,3 +116,22 @@ def check_both_sizes(page: Any, name: str) -> None:
         problems = reading_problems(page)
         assert not problems, f"{name} at {suffix} size: {problems}"
     page.set_viewport_size(DESKTOP)
+
+
+def start_chat_brain(var_dir: Path, **env: str) -> Brain:
+    """A Brain in `var_dir` with `env` (on the embedded default) whose user `local` logs in
+    with CHAT_PASSWORD; the caller stops it."""
+    settings = brain_env(var_dir, **env)
+    bootstrap(settings)
+    set_local_password(settings, CHAT_PASSWORD)
+    return Brain(settings, free_port())
+
+
+def set_local_password(env: dict[str, str], password: str) -> None:
+    """The bootstrap's user `local` logs in with `password` (the bootstrap prints its own)."""
+    manage_shell(
+        env,
+        "from django.contrib.auth import get_user_model; "
+        "user = get_user_model().objects.get(username='local'); "
+        f"user.set_password({password!r}); user.save()",
+    )

@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, manage_shell
-from tests.support.browser import CHAT_PASSWORD, CHROMIUM, CHROMIUM_ARGS, MISSING, open_tab
+from tests.e2e.brain import Brain
+from tests.support.browser import (
+    CHAT_PASSWORD,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    MISSING,
+    open_tab,
+    start_chat_brain,
+)
 
 # One slow rule so a test can watch a reply grow word by word, and a marvin tree whose two
 # workers take a few seconds each, so the process page can watch it grow; everything else is
@@ -76,15 +83,7 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
     var_dir = tmp_path_factory.mktemp("browser-brain")
     script = var_dir / "llm.yaml"
     script.write_text(LLM_SCRIPT)
-    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
-    bootstrap(env)
-    manage_shell(
-        env,
-        "from django.contrib.auth import get_user_model; "
-        "user = get_user_model().objects.get(username='local'); "
-        f"user.set_password({CHAT_PASSWORD!r}); user.save()",
-    )
-    running = Brain(env, free_port())
+    running = start_chat_brain(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
     yield running
     running.stop()
 

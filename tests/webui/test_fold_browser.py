@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brain import Brain, bootstrap, brain_env, free_port, manage_shell
-from tests.support.browser import CHAT_PASSWORD, CHROMIUM, MISSING, screenshot
+from tests.e2e.brain import Brain
+from tests.support.browser import CHROMIUM, MISSING, screenshot, start_chat_brain
 
 pytestmark = pytest.mark.embedded_brain
 
@@ -28,19 +28,11 @@ WINDOW = 4096
 @pytest.fixture(scope="module")
 def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
     """A Brain on the scripted echo whose model's window is WINDOW tokens."""
-    env = brain_env(
+    running = start_chat_brain(
         tmp_path_factory.mktemp("fold-brain"),
         VANCETOPE_LLM="scripted",
         VANCETOPE_LLM_CONTEXT_WINDOW=str(WINDOW),
     )
-    bootstrap(env)
-    manage_shell(
-        env,
-        "from django.contrib.auth import get_user_model; "
-        "user = get_user_model().objects.get(username='local'); "
-        f"user.set_password({CHAT_PASSWORD!r}); user.save()",
-    )
-    running = Brain(env, free_port())
     yield running
     running.stop()
 

@@ -68,23 +68,31 @@ def write_item(
         existing = current.order_by("-id").first()
         if existing is not None and existing.content == content and existing.tags == tags:
             return existing
-        item = MemoryItem.objects.create(
-            tenant=target.tenant,
-            group=target.group,
-            project=target.project,
-            session_ref=target.session_ref,
-            owner_id=target.owner_id,
-            scope=target.scope,
-            key=key,
-            content=content,
-            tags=tags,
-            source_kind=source.kind,
-            source_id=source.id,
-        )
+        item = new_item(target, content, source, key=key, tags=tags)
+        item.save(force_insert=True)
         if existing is not None:
             _end(existing, f"superseded by {item.public_id}", superseded_by=item)
         index([item_passage(item)])
     return item
+
+
+def new_item(
+    target: Target, content: str, source: Source, *, key: str = "", tags: list[str]
+) -> MemoryItem:
+    """An item of `target`, not saved yet."""
+    return MemoryItem(
+        tenant=target.tenant,
+        group=target.group,
+        project=target.project,
+        session_ref=target.session_ref,
+        owner_id=target.owner_id,
+        scope=target.scope,
+        key=key,
+        content=content,
+        tags=tags,
+        source_kind=source.kind,
+        source_id=source.id,
+    )
 
 
 def write_new_items(
@@ -99,21 +107,7 @@ def write_new_items(
         check_content(content, tags)
     with transaction.atomic():
         items = MemoryItem.objects.bulk_create(
-            [
-                MemoryItem(
-                    tenant=target.tenant,
-                    group=target.group,
-                    project=target.project,
-                    session_ref=target.session_ref,
-                    owner_id=target.owner_id,
-                    scope=target.scope,
-                    content=content,
-                    tags=list(tags),
-                    source_kind=source.kind,
-                    source_id=source.id,
-                )
-                for content, tags in entries
-            ]
+            [new_item(target, content, source, tags=list(tags)) for content, tags in entries]
         )
         index([item_passage(item) for item in items])
     return items
