@@ -192,3 +192,36 @@ def test_fold_lines_are_the_user_messages_first_lines() -> None:
         LlmMessage(role="user", content="  "),
     ]
     assert fold_lines(left) == "- first line"
+
+
+def test_a_long_tool_loop_folds_its_oldest_exchanges_into_a_note_and_keeps_the_newest() -> None:
+    # given a worker's turn: its goal, then thirty tool calls with long results
+    messages = [SYSTEM, LlmMessage(role="user", content="Find the three largest moons.")]
+    for n in range(30):
+        call = ToolCall(id=f"call_{n}", name="search", arguments={"q": f"moon {n}"})
+        messages += [
+            LlmMessage(role="assistant", content="", tool_calls=(call,)),
+            LlmMessage(role="tool", content=f"result {n}: " + "lunar " * 150, tool_call_id=call.id),
+        ]
+    budget = budget_for(4096, 512, None, TOKENS)
+
+    # when the call is assembled
+    assembled = assemble(messages, budget, TOKENS)
+
+    # then it fits, with the goal first, a note of the folded calls, and the newest calls whole
+    sent = assembled.messages
+    assert TOKENS.messages(sent) <= budget.prompt
+    assert sent[1].content == "Find the three largest moons."
+    note = sent[2].content
+    assert note.startswith("[Earlier in this task, ")
+    assert '- search {"q": "moon 0"} → result 0: lunar lunar' in note
+    assert sent[-1].content.startswith("result 29: ")
+    assert sent[-2].tool_calls[0].id == "call_29"
+    # and every result sent has its call sent before it
+    called: set[str] = set()
+    for message in sent:
+        called |= {call.id for call in message.tool_calls}
+        if message.role == "tool":
+            assert message.tool_call_id in called
+    step = {p["name"]: p for p in assembled.report()["parts"]}["step"]
+    assert step["leftOut"] > 0

@@ -242,6 +242,7 @@ def assemble(
         system = [_cut_message(m, int(limit * SYSTEM_SHARE) // max(1, len(system)), tokens)
                   for m in system]  # fmt: skip
         system_tokens = tokens.messages(system)
+    step, step_folded = _fold_exchanges(step, limit - system_tokens, tokens)
     step, step_cut = _fit_step(step, limit - system_tokens, tokens, step_cut)
     step_tokens = tokens.messages(step)
     room = limit - system_tokens - step_tokens
@@ -283,7 +284,7 @@ def assemble(
     parts.append(Part("recent", len(sent_history), recent_tokens, left_out, cut))
     if covered or left_out:
         parts.append(Part("recalled", len(recalled_part), tokens.messages(recalled_part)))
-    parts.append(Part("step", len(step), step_tokens, cut=len(step_cut)))
+    parts.append(Part("step", len(step), step_tokens, step_folded, cut=len(step_cut)))
     # The recalled turns go after the recent ones, next to the message they were found for:
     # what comes before them (system, summary, recent turns) begins every call the same way
     # between two compactions, so a server reuses what it computed for the last call.
@@ -373,6 +374,46 @@ def _cut_tool_results(
             cut.add(id(message))
         out.append(message)
     return out, cut
+
+
+def _fold_exchanges(
+    step: list[LlmMessage], room: int, tokens: Tokens
+) -> tuple[list[LlmMessage], int]:
+    """A tool loop's turn that outgrows `room` (frankie's, a marvin worker's: one message and
+    many tool calls): its oldest exchanges (an assistant's tool calls and their results) are
+    folded into one note of what was called and what came back, first, until the rest fits; the
+    message it answers and the newest exchange always stay. Returns the step and how many
+    messages were folded."""
+    if len(step) < 3 or tokens.messages(step) <= room:
+        return step, 0
+    exchanges: list[list[LlmMessage]] = []
+    for message in step[1:]:
+        if message.role == "tool" and exchanges:
+            exchanges[-1].append(message)
+        else:
+            exchanges.append([message])
+    for count in range(1, len(exchanges)):
+        folded = [m for exchange in exchanges[:count] for m in exchange]
+        kept = [m for exchange in exchanges[count:] for m in exchange]
+        candidate = [step[0], _exchanges_note(folded), *kept]
+        if tokens.messages(candidate) <= room or count == len(exchanges) - 1:
+            return candidate, len(folded)
+    return step, 0
+
+
+def _exchanges_note(folded: list[LlmMessage]) -> LlmMessage:
+    """What folded exchanges did, a line a call: its tool, arguments and the result's start."""
+    results = {m.tool_call_id: m.content for m in folded if m.role == "tool"}
+    lines = []
+    for message in folded:
+        for call in message.tool_calls:
+            said = " ".join(results.get(call.id, "(no result)").split())
+            arguments = json.dumps(call.arguments, ensure_ascii=False)[:120]
+            lines.append(f"- {call.name} {arguments} → {said[:160]}")
+        if message.role == "assistant" and message.content.strip() and not message.tool_calls:
+            lines.append(f"- said: {' '.join(message.content.split())[:160]}")
+    head = f"[Earlier in this task, {len(folded)} messages, in short:]"
+    return LlmMessage(role="assistant", content="\n".join([head, *lines]))
 
 
 def _fit_step(
