@@ -77,6 +77,9 @@ def test_a_long_chat_sends_every_call_within_the_window_and_shows_what_it_sent(
     page = web.get(f"/processes/tp_{chat_id}").content.decode()
     assert 'id="last-call-parts"' in page
     assert f"a {WINDOW}-token window" in page
+    # with the summary in use
+    assert 'id="compaction"' in page
+    assert f"({folded.public_id}, messages {folded.first_index}–{folded.last_index}" in page
 
 
 def test_a_long_chat_is_compacted_after_its_turns_and_its_calls_begin_the_same_way(
