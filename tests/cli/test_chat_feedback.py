@@ -157,3 +157,19 @@ def test_version(capsys):
 def test_login_defaults_to_the_local_brain():
     args = build_parser().parse_args(["login", "--token-file", "var/token"])
     assert args.server == "http://127.0.0.1:8000"
+
+
+def test_a_fold_of_the_chat_is_one_line_and_so_is_its_undo():
+    # given a printer of the chat's events
+    output = io.StringIO()
+    printer = EventPrinter(Console(file=output, width=120, color_system=None))
+    fold = {"id": "cmp_3", "turns": 18, "summary": "We spoke of rivers.", "undoneAt": None}
+    # when a compaction folds the chat, and is then undone
+    printer.show("conversation-folded", {"processId": "tp_1", "compaction": fold})
+    undone = {**fold, "undoneAt": "2026-12-07T10:00:00Z"}
+    printer.show("conversation-folded", {"processId": "tp_1", "compaction": undone})
+    # then each is one line, naming the summary, not its text
+    assert output.getvalue().splitlines() == [
+        "~ tp_1: cmp_3 18 earlier turns summarised",
+        "~ tp_1: cmp_3 undone",
+    ]
