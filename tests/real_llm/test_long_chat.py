@@ -52,7 +52,7 @@ def recording(
     settings.VANCETOPE_LLM_CONTEXT_WINDOW = WINDOW
     settings.VANCETOPE_LLM_TEMPERATURE = "0"
     settings.VANCETOPE_LLM_TIMEOUT = 300.0
-    settings.VANCETOPE_LLM_MAX_TOKENS = 48  # sixty turns in about three minutes
+    settings.VANCETOPE_LLM_MAX_TOKENS = 32  # sixty turns in about two minutes
     reset_provider_cache()
     recorder = RecordingProvider(real=get_provider())
     monkeypatch.setattr("processes.lane.context_builder.get_provider", lambda config=None: recorder)
