@@ -32,8 +32,8 @@ from vancetope.llm.windows import known_window
         ("gpt-5-chat-latest", 128_000),
         ("claude-sonnet-4-6", 200_000),
         ("claude-3-5-haiku-20241022", 200_000),
-        ("SmolLM2-135M-Instruct", 8_192),
-        ("smollm2:135m", 8_192),
+        ("SmolLM2-135M-Instruct", 2_048),
+        ("smollm2:135m", 2_048),
     ],
 )
 def test_a_well_known_model_has_its_vendors_window(model: str, window: int) -> None:

