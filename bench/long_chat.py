@@ -24,7 +24,7 @@ Printed, against the budgets of issue "Long-lived for real":
 - the facts found in what the question's call sent: >= 95 % of 50 with recall, beside the
   same run with recall off.
 
-    .venv/bin/python bench/long_chat.py [--turns 1000] [--window 4096] [--strict]
+    .venv/bin/python bench/long_chat.py [--turns 1000] [--window 8192] [--strict]
 """
 
 from __future__ import annotations
@@ -303,7 +303,7 @@ def parent_main(args: argparse.Namespace) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=HelpFormatter)
     parser.add_argument("--turns", type=int, default=1000)
-    parser.add_argument("--window", type=int, default=4096, help="the model's window, tokens")
+    parser.add_argument("--window", type=int, default=8192, help="the model's window, tokens")
     parser.add_argument("--turn-timeout", type=float, default=30.0)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
