@@ -155,8 +155,8 @@ def drive(user: Any, project: Any, recorder: Recorder, args: argparse.Namespace)
     from processes.models import Compaction, ConversationMessage, ThinkProcess
     from processes.states import Status
     from sessions_app.services import FingerprintData
-    from vancetope.llm.assembly import Tokens
     from vancetope.llm.base import LlmMessage
+    from vancetope.llm.tokens import Tokens
 
     session = create_session(
         user,
@@ -238,7 +238,8 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parent_main(args: argparse.Namespace) -> int:
-    from vancetope.llm.assembly import Tokens, budget_for
+    from vancetope.llm.assembly import budget_for
+    from vancetope.llm.tokens import Tokens
 
     results = {variant: run_child(variant, args) for variant in VARIANTS}
     budget = budget_for(args.window, 4096, None, Tokens()).prompt

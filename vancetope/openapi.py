@@ -135,6 +135,33 @@ def require_patch_bodies(result: dict[str, Any]) -> None:
             patch["requestBody"]["required"] = True
 
 
+def require_bodies_with_required_fields(result: dict[str, Any]) -> None:
+    """A JSON body whose schema requires fields (every member of a oneOf, for a body of several
+    kinds) cannot be left out: a request without one is a 400 naming them, so the document
+    says the body is required (schemathesis sent POST /api/memory without one as valid)."""
+    components = result.get("components", {}).get("schemas", {})
+
+    def resolved(schema: Any) -> Any:
+        ref = schema.get("$ref", "") if isinstance(schema, dict) else ""
+        return components.get(ref.rsplit("/", 1)[-1], {}) if ref else schema
+
+    def requires_fields(schema: Any) -> bool:
+        schema = resolved(schema)
+        if not isinstance(schema, dict):
+            return False
+        members = schema.get("oneOf") or schema.get("anyOf")
+        if members:
+            return all(requires_fields(member) for member in members)
+        return bool(schema.get("required"))
+
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            media = (body or {}).get("content", {}).get("application/json", {})
+            if body is not None and requires_fields(media.get("schema")):
+                body["required"] = True
+
+
 def postprocess_storable_text(result: dict[str, Any], generator: Any, **kwargs: Any) -> Any:
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]):
     the rule on what requests carry (parameters, bodies and the schemas they refer to), not on
@@ -153,6 +180,7 @@ def postprocess_storable_text(result: dict[str, Any], generator: Any, **kwargs: 
     state_storable_text([components[name] for name in sorted(referenced(inputs, components))])
     components[STORABLE_VALUE] = STORABLE_SCHEMA
     require_patch_bodies(result)
+    require_bodies_with_required_fields(result)
     info = result.setdefault("info", {})
     info["description"] = info.get("description", "") + RULE
     return result

@@ -19,7 +19,6 @@ from vancetope.llm.assembly import (
     Assembled,
     Budget,
     Folded,
-    Tokens,
     assemble,
     budget_for,
     fit_tools,
@@ -36,6 +35,7 @@ from vancetope.llm.base import (
     ToolSchema,
 )
 from vancetope.llm.estimate import estimate_tokens
+from vancetope.llm.tokens import Tokens
 from vancetope.llm.windows import known_window
 from vancetope.observability.genai import LlmCallWatch
 

@@ -44,11 +44,11 @@ from vancetope.errors import TurnControl
 from vancetope.llm.assembly import (
     RECALLED_SHARE,
     SUMMARY_SHARE,
-    Tokens,
     fold_lines,
     group_turns,
 )
 from vancetope.llm.base import LlmError, LlmMessage
+from vancetope.llm.tokens import Tokens
 from vancetope.memory.capability import MemoryAccess
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,8 @@ from sessions_app.services import FingerprintData
 from tests.support.recording_llm import RecordingProvider
 from tests.support.tenancy import Tenancy
 from tests.support.waiting import wait_until
-from vancetope.llm.assembly import Tokens, budget_for
+from vancetope.llm.assembly import budget_for
+from vancetope.llm.tokens import Tokens
 
 ENGINES = [engine.name for engine in all_engines()]
 OPEN = {Status.IDLE, Status.BLOCKED}
@@ -245,8 +246,9 @@ def test_every_call_of_the_engine_fits_a_small_window_with_a_message_larger_than
     # then every call the engine made (and its children) fitted the window: its prompt within
     # the budget left by the answer, the tools' schemas and the margin
     tokens = Tokens()
+    # (an engine whose turn only spawns, as vogon's, calls the model in its worker's lane)
+    wait_until(lambda: provider.calls)
     calls = list(zip(list(provider.calls), list(provider.tools), strict=False))
-    assert calls
     for (messages, info), tools in calls:
         budget = budget_for(SMALL_WINDOW, RecordingProvider.max_tokens, tools, tokens)
         assert budget.prompt > 0, (info, budget)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from vancetope.llm.assembly import Budget, Tokens, assemble, budget_for, fold_lines, split
+from vancetope.llm.assembly import Budget, assemble, budget_for, fold_lines, split
 from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
+from vancetope.llm.tokens import Tokens
 
 SYSTEM = LlmMessage(role="system", content="You are a concise assistant.")
 TOKENS = Tokens()

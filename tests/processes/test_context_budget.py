@@ -15,7 +15,8 @@ from sessions_app.models import SessionEvent
 from tests.config.helpers import chat, ford_session
 from tests.support.recording_llm import RecordingProvider
 from tests.support.waiting import wait_until
-from vancetope.llm.assembly import Tokens, budget_for
+from vancetope.llm.assembly import budget_for
+from vancetope.llm.tokens import Tokens
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
