@@ -6,6 +6,8 @@ from typing import Any
 
 from processes.last_task import last_task
 from processes.models import Compaction, ConversationMessage, ThinkProcess
+from protocol.objects import CompactionObject
+from protocol.outbound import ConversationFoldedEvent, Event, event
 from protocol.vocabulary import iso
 
 
@@ -49,6 +51,12 @@ def compaction_data(compaction: Compaction) -> dict[str, Any]:
         "createdAt": iso(compaction.created_at),
         "undoneAt": iso(compaction.undone_at) if compaction.undone_at else None,
     }
+
+
+def folded_event(compaction: Compaction) -> Event:
+    """The `conversation-folded` event of a compaction written or undone (docs/protocol.md)."""
+    shown = CompactionObject.model_validate(compaction_data(compaction))
+    return event(ConversationFoldedEvent(processId=f"tp_{compaction.process_id}", compaction=shown))
 
 
 def active_compaction(process_id: int) -> Compaction | None:

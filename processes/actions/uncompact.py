@@ -20,10 +20,13 @@ from django.utils import timezone
 from processes.actions.undo import visible_process
 from processes.lane import lease as lanes
 from processes.models import Compaction, ThinkProcess
-from processes.presenters import active_compaction, compaction_data, process_data
+from processes.presenters import (
+    active_compaction,
+    compaction_data,
+    folded_event,
+    process_data,
+)
 from processes.queries import load_process
-from protocol.objects import CompactionObject
-from protocol.outbound import ConversationFoldedEvent, event
 from sessions_app.events import emit_events
 from vancetope.errors import Conflict
 
@@ -59,7 +62,5 @@ def uncompact(process_id: int, *, user: Any = None) -> Uncompacted:
         Compaction.objects.filter(pk=found.pk).update(undone_at=found.undone_at)
         # The calls keep the compaction in use by (epoch, folds) (context_builder).
         ThinkProcess.objects.filter(pk=process_id).update(folds=F("folds") + 1)
-        shown = CompactionObject.model_validate(compaction_data(found))
-        folded = ConversationFoldedEvent(processId=process.public_id, compaction=shown)
-        emit_events(process.session_id, [event(folded)])
+        emit_events(process.session_id, [folded_event(found)])
     return Uncompacted(load_process(process_id), found)

@@ -34,11 +34,9 @@ from processes.lane import lease as lanes
 from processes.lane.context_builder import Prepared, build_context, engine_of
 from processes.lane.interrupts import TurnInterrupted, interrupt_is_fresh
 from processes.models import Compaction, ConversationMessage, ThinkProcess
-from processes.presenters import active_compaction, compaction_data
+from processes.presenters import active_compaction, folded_event
 from processes.queries import load_process
 from processes.states import Status
-from protocol.objects import CompactionObject
-from protocol.outbound import ConversationFoldedEvent, event
 from sessions_app.events import emit_events
 from vancetope.errors import TurnControl
 from vancetope.llm.assembly import (
@@ -192,11 +190,7 @@ def _tell(prepared: Prepared, folded: Compaction, fold: list[LlmMessage], at: li
     assert isinstance(memory, MemoryAccess)  # what build_context sets
     if prepared.llm.recall is not None:  # the llm.recall setting is on
         index_folded(memory, process.public_id, fold, at)
-    shown = CompactionObject.model_validate(compaction_data(folded))
-    emit_events(
-        folded.process.session_id,
-        [event(ConversationFoldedEvent(processId=process.public_id, compaction=shown))],
-    )
+    emit_events(folded.process.session_id, [folded_event(folded)])
 
 
 def _summarise(
