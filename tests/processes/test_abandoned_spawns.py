@@ -49,9 +49,11 @@ def test_a_failed_turn_leaves_no_child_behind_and_its_retry_makes_exactly_one(
     steer.send_chat(session.pk, "rings")
 
     def answered() -> bool:
+        # children first: a child seen, then the lane seen free, means that turn is over (the
+        # other order could see the lane free before the turn took it, then its first child)
+        spawned = ThinkProcess.objects.filter(parent_id=chat_id).exists()
         row = ThinkProcess.objects.get(pk=chat_id)
-        children = ThinkProcess.objects.filter(parent_id=chat_id)
-        return row.status == Status.IDLE and not row.lease_owner and children.exists()
+        return spawned and row.status == Status.IDLE and not row.lease_owner
 
     assert wait_until(answered, timeout=20)
     # then exactly one child exists, the committed turn's, and it was started

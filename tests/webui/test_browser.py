@@ -134,9 +134,11 @@ def test_a_409_is_shown_as_a_notice_and_the_socket_stays_usable(page):
     chat = open_chat(page)
     expect(page.locator("#process-status")).to_have_text("IDLE")
     # when: the resume button, off for an IDLE process, asks the Brain anyway (as the console
-    # could)
-    page.evaluate("document.querySelector('[data-command=process-resume]').disabled = false")
-    page.click("button[data-command=process-resume]")
+    # could); enabled and clicked in one task, so a status event in between cannot turn it off
+    page.evaluate(
+        "(() => { const b = document.querySelector('[data-command=process-resume]');"
+        " b.disabled = false; b.click(); })()"
+    )
     # then: the Brain's 409 is the notice, and the chat still answers over the same socket
     expect(page.locator("#notice")).to_have_text(
         f"409 conflict: cannot resume process {chat}: it is IDLE"
