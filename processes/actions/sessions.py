@@ -56,6 +56,8 @@ DEFAULT_ON_DISCONNECT = {
     ClientType.WORKFLOW: DisconnectPolicy.CLOSE,
     # An MCP client holds no connection: its processes run until stopped.
     ClientType.MCP: DisconnectPolicy.KEEP_OPEN,
+    # Another agent over A2A holds no connection either: its tasks run until they settle.
+    ClientType.A2A: DisconnectPolicy.KEEP_OPEN,
     # A service's session has no client to lose; the idle sweep suspends it.
     ClientType.SERVICE: DisconnectPolicy.KEEP_OPEN,
 }

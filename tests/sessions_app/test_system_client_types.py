@@ -80,3 +80,26 @@ async def test_over_the_websocket_a_system_client_type_is_a_403_naming_it(alice:
     )
     assert created["type"] == "session-created", created
     await client.ws.disconnect()
+
+
+def test_every_client_type_has_a_disconnect_policy() -> None:
+    # a client type without one was a KeyError, a 500, on its first session-create
+    from processes.actions.sessions import DEFAULT_ON_DISCONNECT
+    from protocol.vocabulary import ClientType
+
+    assert set(ClientType) == set(DEFAULT_ON_DISCONNECT)
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_over_the_websocket_an_a2a_client_type_gets_its_session(alice: Tenancy) -> None:
+    # given a person's socket
+    client = await connect(bearer(alice))
+    # when it opens a session as another agent would (clientType a2a)
+    reply = await client.request(
+        "session-create", {"clientType": "a2a", "projectId": alice.project_id}
+    )
+    # then it is a session that outlives the socket, as the A2A face's do (before: a 500)
+    assert reply["type"] == "session-created", reply
+    session = reply["data"]["session"]
+    assert (session["clientType"], session["onDisconnect"]) == ("a2a", "KEEP_OPEN")
+    await client.ws.disconnect()
