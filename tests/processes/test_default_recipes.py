@@ -78,3 +78,21 @@ def test_an_engine_named_alone_still_picks_its_own_recipe(alice):
     process = create_process(session, goal="hi", engine="ford", start=False)
     # then
     assert process.recipe_name == "ford"
+
+
+def test_on_the_bare_offline_default_a_deep_think_with_a_worker_closes_done(alice):
+    # given no script at all: the echo, which before could not call a structured step's
+    # forced tool (the worker failed without report_result; marvin without replan_tasks)
+    session = open_session(alice)
+    # when a deep think is created
+    process = create_process(session, goal="why is the sky blue?")
+    # then it plans, runs its worker and closes DONE, with a report
+    assert wait_until(
+        lambda: ThinkProcess.objects.get(pk=process.pk).status == "CLOSED", timeout=30
+    )
+    done = ThinkProcess.objects.get(pk=process.pk)
+    assert done.close_reason == "DONE", done.last_error
+    workers = ThinkProcess.objects.filter(root_id=process.pk)
+    assert workers.exists()
+    assert set(workers.values_list("close_reason", flat=True)) == {"DONE"}
+    assert done.engine_state["report"]

@@ -38,8 +38,10 @@ A rule with `error` answers nothing: the call raises `LlmError` with that text w
 (`times` counts it like any answer), so a script can make one engine's, step's or persona's
 provider fail. It takes no `reply` or `tool_calls`.
 
-A structured step's forced tool (`force_tool`) does not change the answer: the script says what
-the "model" does, a call of the forced tool or not.
+A structured step's forced tool (`force_tool`) does not change a rule's answer: the script says
+what the "model" does, a call of the forced tool or not. With no rule, the echo calls the forced
+tool with the smallest arguments its schema allows, the echo in every text field
+(vancetope/llm/schema_fill.py), so a structured step works on the bare offline default.
 
 A rule with `tool_calls` answers a user message once: when the calls after that message (the
 tool loop of one turn) already hold its calls, same names and arguments, with their results,
@@ -81,6 +83,7 @@ from vancetope.llm.base import (
     ToolSchema,
     Usage,
 )
+from vancetope.llm.schema_fill import minimal_arguments
 
 SYSTEM_PREFIX = "system:"
 # Scripts shipped with the Brain, named by VANCETOPE_LLM_SCRIPT without a path (e.g. `demo`).
@@ -241,6 +244,8 @@ class ScriptedProvider(LlmProvider):
         if rule is not None and rule.error:
             raise LlmError(rule.error)
         reply = rule.reply if rule else f"echo: {last_user_message}"
+        if rule is None and force_tool is not None:
+            tool_calls = self._forced_call(force_tool, tools or [], last_user_message)
         # Counted by map over the cached count: no Python frame per message of a long history.
         prompt_tokens = sum(map(count_words, map(CONTENT, messages)))
         delay, delay_per_delta = 0.0, self.delay_per_delta
@@ -268,6 +273,16 @@ class ScriptedProvider(LlmProvider):
             self._fired[rule.index] = fired + 1
             return rule
         return None
+
+    def _forced_call(self, name: str, tools: list[ToolSchema], text: str) -> list[ToolCall]:
+        """No rule answers a call that must call `name`: the smallest call that fits its
+        schema, the echo of the last user message in its text fields (none if it cannot)."""
+        schema = next((tool.parameters for tool in tools if tool.name == name), None)
+        arguments = minimal_arguments(schema, f"echo: {text}") if schema is not None else None
+        if arguments is None:
+            return []
+        with self._lock:
+            return self._number_tool_calls((ScriptedToolCall(name, arguments),))
 
     def _number_tool_calls(self, scripted: tuple[ScriptedToolCall, ...]) -> list[ToolCall]:
         calls = []
