@@ -116,6 +116,7 @@ ITEM_FIELDS = (
     "default_action",
     "origin_delivered",
     "origin_note",
+    "answer_as_steer",
     "created_at",
 )
 

@@ -64,6 +64,9 @@ class InboxItem(models.Model):
     # and why not when it did not.
     origin_delivered = models.BooleanField(null=True, blank=True)
     origin_note = models.TextField(blank=True)
+    # Posted by the Brain for a root process that asked its parent, which it has not
+    # (inbox/asking.py): the answer reaches it as a steer, as a parent passes one on.
+    answer_as_steer = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -8,10 +8,12 @@ from typing import Any
 
 from django.dispatch import receiver
 
+from inbox.asking import ask_for_root
 from inbox.services import take_back_items
 from processes import signals
 from processes.actions.undo import TakenBack
 from processes.models import ThinkProcess
+from processes.states import Status
 
 
 @receiver(signals.turn_undone, sender=ThinkProcess)
@@ -20,3 +22,10 @@ def turn_undone(
 ) -> TakenBack:
     """An undo of a turn dismisses the items the turn posted that are still OPEN."""
     return take_back_items(process, since, by)
+
+
+@receiver(signals.process_settled, sender=ThinkProcess)
+def process_settled(sender: Any, *, process: ThinkProcess, status: str, **kwargs: Any) -> None:
+    """A root process that went BLOCKED with a question: its person gets it as an item."""
+    if status == Status.BLOCKED and process.parent_id is None:
+        ask_for_root(process)

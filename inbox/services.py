@@ -96,12 +96,15 @@ def post_item(
     expires_at: datetime | None = None,
     default_action: dict[str, Any] | None = None,
     user: Any = None,
+    answer_as_steer: bool = False,
 ) -> InboxItem:
     """A new OPEN item of the process's session's owner (or of `user`: the person a system
     run works for), announced to their open sessions. A kind, title, option or default
-    action that does not fit is a 400 naming it."""
+    action that does not fit is a 400 naming it. `answer_as_steer`: asked in a root
+    process's parent's place (inbox/asking.py)."""
     session = process.session
     item = _checked_item(kind, title, body, options, expires_at, default_action)
+    item.answer_as_steer = answer_as_steer
     item.project_id = session.project_id
     item.user_id = user.pk if user is not None else session.owner_id
     item.origin_process = process
@@ -220,9 +223,10 @@ def _delivering(
 
 
 def _deliver(item: InboxItem, answer: dict[str, Any], text: str, by: Any) -> dict[str, Any]:
-    """The answer as an INBOX_ANSWER pending message of the origin process (waking it), or
-    to the receiver of a process-less item's origin; the item's changes that say whether it
-    got there."""
+    """The answer as an INBOX_ANSWER pending message of the origin process (waking it; a
+    STEER for an item asked in a root process's parent's place, inbox/asking.py), or to the
+    receiver of a process-less item's origin; the item's changes that say whether it got
+    there."""
     payload = {"text": text, "itemId": item.public_id, "answer": answer}
     if item.origin_process_id is None and answer:
         notes = signals.origin_answered.send(InboxItem, item=item, answer=answer, by=by)
@@ -230,7 +234,8 @@ def _deliver(item: InboxItem, answer: dict[str, Any], text: str, by: Any) -> dic
         if note is not None:
             return {"origin_delivered": True, "origin_note": note}
     if item.origin_process_id is not None:
-        if deliver(item.origin_process_id, PendingKind.INBOX_ANSWER, payload) is not None:
+        kind = PendingKind.STEER if item.answer_as_steer else PendingKind.INBOX_ANSWER
+        if deliver(item.origin_process_id, kind, payload) is not None:
             return {"origin_delivered": True, "origin_note": ""}
     return {"origin_delivered": False, "origin_note": _why_undelivered(item)}
 

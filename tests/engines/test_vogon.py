@@ -275,12 +275,22 @@ def test_without_the_inbox_a_checkpoint_asks_the_parent_and_understands_its_word
     assert summary.payload["approval"] is True
     assert summary.payload["options"] == ["approve", "reject"]
     assert summary.payload["question"] == "Ship rings?\n\nRings."
-    assert not InboxItem.objects.exists()
+    # a root vogon has no parent: the Brain asks its person in the parent's place
+    [first] = InboxItem.objects.filter(origin_process_id=process.pk)
+    assert (first.kind, first.status, first.body) == ("APPROVAL", "OPEN", "Ship rings?\n\nRings.")
     # when the answer is neither approve nor reject, it asks again, saying so
     steer.steer_process(process.pk, "hmm, maybe")
     again = settled(process.pk, Status.BLOCKED)
     asked = get_engine("vogon").summarize_for_parent(again, "BLOCKED").payload["question"]
     assert "Not understood: 'hmm, maybe'" in asked
+    # and the item asks the new question; the old one is put away
+    assert wait_until(
+        lambda: InboxItem.objects.filter(origin_process_id=process.pk, status="OPEN").count() == 1
+    )
+    first.refresh_from_db()
+    assert first.status == "DISMISSED"
+    second = InboxItem.objects.get(origin_process_id=process.pk, status="OPEN")
+    assert second.body == asked
     # and a reject in words ends it with the reason
     steer.steer_process(process.pk, "reject: not about rings")
     done = settled(process.pk, Status.CLOSED)
