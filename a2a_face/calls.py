@@ -66,17 +66,19 @@ def context_session(user: Any, agent: Agent, context_id: str) -> str:
 
 def send(
     user: Any, agent: Agent, *, text: str, task_id: str, context_id: str, history: int
-) -> Task:
+) -> tuple[Task, int]:
     """A message: a new task (a process started with the text as its goal), or a steer of
-    the task it names."""
+    the task it names; with the steer's pending seq (0 for a new task), which the reply waits
+    for the process to read."""
     if task_id:
         process = agent_process(user, agent, task_id, field="message.taskId")
         if context_id and context_id != f"sess_{process.session_id}":
             raise BadRequest.naming("message.contextId", f"task {task_id} is of another context")
-        _, refused = steer_as(user, process.pk, [text])
+        steered, refused = steer_as(user, process.pk, [text])
         if refused is not None:
             raise refused
-        return task_of(queries.load_process(process.pk), history)
+        seq = steered[0].message.seq
+        return task_of(queries.load_process(process.pk), history, seq), seq
     session = context_session(user, agent, context_id) if context_id else None
     created = create_from_tool_client(
         user,
@@ -86,11 +88,12 @@ def send(
         recipe=agent.recipe,
         client_type=ClientType.A2A,
     )
-    return task_of(queries.load_process(created.pk), history)
+    return task_of(queries.load_process(created.pk), history), 0
 
 
-def get(user: Any, agent: Agent, *, task_id: str, history: int) -> Task:
-    return task_of(agent_process(user, agent, task_id), history)
+def get(user: Any, agent: Agent, *, task_id: str, history: int, answer_seq: int = 0) -> Task:
+    """The task; `answer_seq`: the pending seq of an answer sent to it (see tasks.task_of)."""
+    return task_of(agent_process(user, agent, task_id), history, answer_seq)
 
 
 def cancel(user: Any, agent: Agent, *, task_id: str) -> Task:

@@ -142,19 +142,20 @@ class ProcessTasks(RequestHandler):
     """An agent's tasks are the person's processes of its recipe."""
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
-        task = await self._send(params, context)
+        task, answer = await self._send(params, context)
         if params.configuration.return_immediately or task.status.state in SETTLED:
             return task
         deadline = time.monotonic() + settings.VANCETOPE_A2A_WAIT_SECONDS
+        history = params.configuration.history_length
         while task.status.state not in SETTLED and time.monotonic() < deadline:
             await asyncio.sleep(POLL_SECONDS)
-            task = await self._get(task.id, params.configuration.history_length, context)
+            task = await self._get(task.id, history, context, answer)
         return task
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        task = await self._send(params, context)
+        task, answer = await self._send(params, context)
         yield task
         if task.status.state in SETTLED:
             # Settled before the first read (a quick turn): the stream still ends on the
@@ -165,7 +166,7 @@ class ProcessTasks(RequestHandler):
         last = seen(task)
         while task.status.state not in SETTLED:
             await asyncio.sleep(POLL_SECONDS)
-            task = await self._get(task.id, 0, context)
+            task = await self._get(task.id, 0, context, answer)
             if seen(task) == last:
                 continue
             last = seen(task)
@@ -194,10 +195,13 @@ class ProcessTasks(RequestHandler):
         )
         return found
 
-    async def _send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+    async def _send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> tuple[Task, int]:
+        """The task, and the pending seq of the message if it answered the task (else 0)."""
         message = params.message
         text = message_text(message)
-        task: Task = await serve(
+        sent: tuple[Task, int] = await serve(
             calls.send,
             context,
             text=text,
@@ -205,10 +209,14 @@ class ProcessTasks(RequestHandler):
             context_id=message.context_id,
             history=params.configuration.history_length,
         )
-        return task
+        return sent
 
-    async def _get(self, task_id: str, history: int, context: ServerCallContext) -> Task:
-        task: Task = await serve(calls.get, context, task_id=task_id, history=history)
+    async def _get(
+        self, task_id: str, history: int, context: ServerCallContext, answer_seq: int = 0
+    ) -> Task:
+        task: Task = await serve(
+            calls.get, context, task_id=task_id, history=history, answer_seq=answer_seq
+        )
         return task
 
     # --- not offered (the card says so) ----------------------------------------------------

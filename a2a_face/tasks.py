@@ -13,7 +13,9 @@ message that goes with the state, its result as an artifact, its conversation as
 | CLOSED/FAILED, CLOSED/STALE                     | failed          | its last error        |
 
 A task that is input-required takes the next message of the same task as a steer; one that is
-completed, canceled or failed takes no more.
+completed, canceled or failed takes no more. The reply to such an answer is the state the answer
+led to: until the process has read the answer, the task is working (`task_of`'s `answer_seq`),
+never the input-required it answered.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from a2a.types.a2a_pb2 import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 from processes.actions.reports import last_reply, last_result
-from processes.models import ConversationMessage, ThinkProcess
+from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
 
 # States after which the task is over, and those in which it waits for the client: a blocking
@@ -80,6 +82,16 @@ def read_fresh(process: ThinkProcess) -> tuple[ThinkProcess, bool]:
     return process, children_at_work
 
 
+def unread(process: ThinkProcess, seq: int) -> bool:
+    """Whether the process has still to read its pending message `seq` (one unsent since is
+    never read: not waited for)."""
+    if seq <= 0:
+        return False
+    return PendingMessage.objects.filter(
+        process_id=process.pk, seq=seq, consumed=False, undone_at__isnull=True
+    ).exists()
+
+
 def status_text(process: ThinkProcess, state: int) -> str:
     if state == TaskState.TASK_STATE_COMPLETED or process.status == Status.BLOCKED:
         return last_result(process) or ""
@@ -92,10 +104,14 @@ def status_text(process: ThinkProcess, state: int) -> str:
     return ""
 
 
-def task_of(process: ThinkProcess, history_length: int = 0) -> Task:
-    """The task of a process (read fresh), with its last `history_length` messages."""
+def task_of(process: ThinkProcess, history_length: int = 0, answer_seq: int = 0) -> Task:
+    """The task of a process (read fresh), with its last `history_length` messages.
+    `answer_seq`: the pending message of a client's answer to the task; while the process has
+    not read it, the task is working, not the input-required that the answer answered."""
     process, children_at_work = read_fresh(process)
     state = task_state(process, children_at_work)
+    if state == TaskState.TASK_STATE_INPUT_REQUIRED and unread(process, answer_seq):
+        state = TaskState.TASK_STATE_WORKING
     text = status_text(process, state)
     task = Task(id=process.public_id, context_id=f"sess_{process.session_id}")
     task.status.CopyFrom(status_of(process, state, text))

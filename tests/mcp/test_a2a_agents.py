@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from a2a_face import calls
+from processes.actions import steer
 from processes.models import ThinkProcess
 from recipes_app.models import Recipe, RecipeScope
 from tests.support.a2a_brain import a2a_brain, a2a_client, rpc, user_message
@@ -135,10 +137,10 @@ def test_a_stream_whose_task_settled_before_its_first_read_still_ends_on_that_st
     )
     sent = calls.send
 
-    def send_then_settle(user, agent, **fields) -> Task:
-        task = sent(user, agent, **fields)
+    def send_then_settle(user, agent, **fields) -> tuple[Task, int]:
+        task, answer = sent(user, agent, **fields)
         settled(int(task.id[3:]), "IDLE")
-        return calls.get(user, agent, task_id=task.id, history=fields["history"])
+        return calls.get(user, agent, task_id=task.id, history=fields["history"]), answer
 
     monkeypatch.setattr(calls, "send", send_then_settle)
     with a2a_brain() as base:
@@ -292,3 +294,46 @@ def test_a_0_3_client_streams_a_goal_as_server_sent_events_until_the_final_one(a
     assert (results[-1]["final"], results[-1]["status"]["state"]) == (True, "completed")
     artifacts = [r for r in results if r["kind"] == "artifact-update"]
     assert "Saturn has 95 moons." in artifacts[0]["artifact"]["parts"][0]["text"]
+
+
+def test_the_reply_to_an_answer_is_the_state_it_led_to_not_the_question_it_answered(
+    alice, script, monkeypatch
+):
+    # given a deep think whose plan asks the person a question, then reports; and a lane that
+    # takes a steer half a second late, as a busy Celery worker does
+    woken = steer.wake_lane
+
+    def wake_late(process_id: int) -> None:
+        threading.Timer(0.5, woken, [process_id]).start()
+
+    monkeypatch.setattr(steer, "wake_lane", wake_late)
+    script(
+        [
+            {
+                "engine": "marvin",
+                "step": "plan",
+                "tool_calls": plan(
+                    {"kind": "USER_INPUT", "title": "Colour", "goal": "Which colour?"},
+                    {"kind": "AGGREGATE", "title": "Report"},
+                ),
+            },
+            {"engine": "marvin", "step": "aggregate", "reply": "Saturn, in blue."},
+        ]
+    )
+    with a2a_brain() as base:
+        agent = f"{base}/a2a/{alice.project_id}/deep-think"
+
+        def send(text: str, **fields: str) -> dict:
+            message = {"role": "user", "messageId": text, "parts": [{"kind": "text", "text": text}]}
+            answer = rpc(agent, alice.token, "message/send", {"message": {**message, **fields}})
+            return answer.json()["result"]
+
+        # when the client sends the goal, and answers the question the task asks
+        asked = send("study Saturn")
+        replied = send("blue", taskId=asked["id"])
+    # then the first reply is the question; the reply to the answer is where the answer led
+    # (before: the same input-required, with the question it answered)
+    assert asked["status"]["state"] == "input-required"
+    assert replied["id"] == asked["id"]
+    assert replied["status"]["state"] == "completed", replied["status"]
+    assert "Saturn, in blue." in replied["artifacts"][0]["parts"][0]["text"]
