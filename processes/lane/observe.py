@@ -15,21 +15,28 @@ from processes.models import PendingMessage, ThinkProcess
 from vancetope.ids import public_id
 from vancetope.observability import metrics, tracing
 from vancetope.observability.logs import Facts
+from vancetope.tenancy.models import Project
 
 # The process param that names its run (triggers/runs/system.py RUN_PARAM; processes never import
 # triggers).
 RUN_PARAM = "runId"
 
 
+def project_of(lease: Lease) -> str:
+    """The project's public id (proj_default): the label of the lane's metrics, its spans'
+    and its log lines' project, as REST names it."""
+    return Project.public_id_of(lease.project_slug) if lease.project_slug else ""
+
+
 def facts_of(lease: Lease) -> Facts:
     process = lease.process
     if process is None:
-        return Facts(process=public_id("tp", lease.process_id), project=lease.project_slug)
+        return Facts(process=public_id("tp", lease.process_id), project=project_of(lease))
     return Facts(
         process=process.public_id,
         session=public_id("sess", process.session_id),
         run=str(process.engine_params.get(RUN_PARAM, "")),
-        project=lease.project_slug,
+        project=project_of(lease),
         engine=process.think_engine,
         recipe=process.recipe_name,
     )

@@ -67,7 +67,7 @@ def test_metrics_move_after_a_chat_a_webhook_refusal_and_a_cron_firing(alice, sc
     script([{"match": "^hello$", "reply": "Hi."}])
     scraper = staff_client()
     before = scrape(scraper)
-    project = alice.project.slug
+    project = alice.project.public_id
     llm = {"provider": "scripted", "model": "scripted", "project": project}
     # when alice chats once
     session = open_session(alice)
@@ -92,7 +92,7 @@ def test_metrics_move_after_a_chat_a_webhook_refusal_and_a_cron_firing(alice, sc
         return sample(after, name, **labels) - sample(before, name, **labels)
 
     assert moved("vancetope_turns_total", engine=engine, outcome="ok") >= 2
-    assert moved("vancetope_turn_duration_seconds_count", engine=engine) >= 2
+    assert moved("vancetope_turn_duration_seconds_count", engine=engine, outcome="ok") >= 2
     assert moved("vancetope_lane_wake_lag_seconds_count") >= 2
     assert moved("vancetope_llm_calls_total", outcome="ok", **llm) >= 2
     assert moved("vancetope_llm_tokens_total", type="input", **llm) > 0

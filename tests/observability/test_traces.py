@@ -59,7 +59,7 @@ def test_with_trace_content_on_llm_spans_carry_the_prompt_and_the_answer(
     assert '"content": "Hi there."' in call.attributes["gen_ai.output.messages"]
     [turn] = named(spans(), "invoke_agent arthur")
     assert call.parent_id == turn.span_id
-    assert turn.attributes["vancetope.project"] == alice.project.slug
+    assert turn.attributes["vancetope.project"] == alice.project.public_id
     assert turn.attributes["vancetope.turn.outcome"] == "ok"
 
 

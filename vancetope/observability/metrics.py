@@ -1,11 +1,11 @@
 """Prometheus metrics of the Brain's own events, counted where they happen.
 
-Every label is bounded: engines, outcomes, providers, models, project slugs, tool names, kinds,
-reasons; never a process, session or run id. The counters live in this OS process; with
-`PROMETHEUS_MULTIPROC_DIR` set (for the Brain and its Celery workers) prometheus-client keeps
-them in files in that directory, and `/metrics` (vancetope/metrics_endpoint.py) adds up every
-process's. `VANCETOPE_METRICS=false` turns counting off (every function here then returns at
-once) and `/metrics` answers 404.
+Every label is bounded: engines, outcomes, providers, models, projects (their public ids),
+tool names, kinds, reasons; never a process, session or run id. The counters live in this OS
+process; with `PROMETHEUS_MULTIPROC_DIR` set (for the Brain and its Celery workers)
+prometheus-client keeps them in files in that directory, and `/metrics`
+(vancetope/metrics_endpoint.py) adds up every process's. `VANCETOPE_METRICS=false` turns
+counting off (every function here then returns at once) and `/metrics` answers 404.
 
 What the database knows (processes by status, pending messages, open inbox items) is not
 counted here but read when `/metrics` is scraped.
@@ -25,8 +25,8 @@ TURNS = Counter(
 )
 TURN_SECONDS = Histogram(
     "vancetope_turn_duration_seconds",
-    "Wall-clock time of a turn (the engine's steer and its commit)",
-    ["engine"],
+    "Wall-clock time of a turn (the engine's steer and its commit), by engine and outcome",
+    ["engine", "outcome"],
     buckets=TURN_BUCKETS,
 )
 WAKE_LAG = Histogram(
@@ -83,7 +83,7 @@ def enabled() -> bool:
 def turn(engine: str, outcome: str, seconds: float) -> None:
     if enabled():
         TURNS.labels(engine, outcome).inc()
-        TURN_SECONDS.labels(engine).observe(seconds)
+        TURN_SECONDS.labels(engine, outcome).observe(seconds)
 
 
 def wake_lag(seconds: float) -> None:
