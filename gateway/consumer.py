@@ -28,7 +28,7 @@ from protocol import inbound as p
 from protocol import outbound as out
 from sessions_app import services, socket_bindings
 from sessions_app.events import events_since, group_name
-from sessions_app.models import Session
+from sessions_app.models import Session, SuspendCause
 from vancetope.errors import BadRequest, BrainError, Conflict, TooLarge
 from vancetope.jsonbody import check_read_json, read_json, text_problem
 from vancetope.service_calls import call_service
@@ -109,7 +109,13 @@ class BrainConsumer(AsyncWebsocketConsumer):
             log.info("sess_%s is held by another socket: no disconnect policy", session_id)
             return
         try:
-            await call_service(sessions.disconnect_session, session_id, binding=self.binding)
+            # The server closing its sockets to stop is a shutdown, not the client leaving.
+            cause = (
+                SuspendCause.SHUTDOWN
+                if socket_bindings.is_server_stopping()
+                else SuspendCause.DISCONNECT
+            )
+            await call_service(sessions.disconnect_session, session_id, cause, binding=self.binding)
         except Exception:
             log.exception("disconnect policy of sess_%s failed", session_id)
 

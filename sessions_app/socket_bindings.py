@@ -1,4 +1,6 @@
-"""Sessions bound to sockets of this server process (for a clean shutdown)."""
+"""Sessions bound to sockets of this server process (for a clean shutdown), and whether the
+server is stopping: a socket closed by the shutdown suspends its session for SHUTDOWN, not
+DISCONNECT."""
 
 from __future__ import annotations
 
@@ -7,6 +9,17 @@ from collections import Counter
 
 _lock = threading.Lock()
 _bound: Counter[int] = Counter()
+_stopping = threading.Event()
+
+
+def server_stopping() -> None:
+    """The server begins to stop (before it closes its sockets: the brain command's shutdown
+    trigger)."""
+    _stopping.set()
+
+
+def is_server_stopping() -> bool:
+    return _stopping.is_set()
 
 
 def bind(session_id: int) -> None:

@@ -62,6 +62,17 @@ DEFAULT_ON_DISCONNECT = {
     ClientType.SERVICE: DisconnectPolicy.KEEP_OPEN,
 }
 
+# What a suspended session does to its processes when neither the client nor the recipe says:
+# the clients that carry client tools (the vance CLI, a desktop app) suspend every open
+# process, as their tools (shell, files) went with them, and each resumes with the session (or
+# is marked contextDrift when the client comes back in another directory); every other client
+# suspends only its chat, so a closed tab does not freeze a deep think.
+CASCADING_CLIENTS = frozenset({ClientType.CLI, ClientType.DESKTOP})
+
+
+def default_on_suspend(client_type: str) -> str:
+    return SuspendPolicy.SUSPEND_ALL if client_type in CASCADING_CLIENTS else SuspendPolicy.KEEP
+
 
 def create_session(
     user: Any,
@@ -105,7 +116,7 @@ def create_session(
         on_disconnect=policy,
         on_suspend=on_suspend
         or (chat_recipe.params.get("onSuspend") if chat_recipe is not None else None)
-        or SuspendPolicy.KEEP,
+        or default_on_suspend(client_type),
         machine_id=fp.machine_id,
         working_dir=fp.working_dir,
         user_home=fp.user_home,
@@ -222,9 +233,10 @@ def close_session(session_id: int) -> Session:
 
 
 def suspend_session(session_id: int, cause: SuspendCause, binding: int | None = None) -> Session:
-    """Suspend the session and its chat process; with `on_suspend` SUSPEND_ALL, every process
-    of it that can be suspended. By default (KEEP) the long-lived work the person started
-    from the session keeps running: closing a tab does not freeze a deep think. `binding`:
+    """Suspend the session and its chat process; with `on_suspend` SUSPEND_ALL (the default
+    of the clients that carry client tools), every process of it that can be suspended. With
+    KEEP (every other client's default) the long-lived work the person started from the
+    session keeps running: closing a tab does not freeze a deep think. `binding`:
     only while the session is still at that bind of a client (a disconnect's)."""
     session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:

@@ -60,6 +60,34 @@ def unsend_message(process_id: int, seq: int, *, user: Any = None) -> PendingMes
     return message
 
 
+def withdraw_order(process_id: int, text: str) -> bool:
+    """Withdraw the system's CONTROL order `text` to the process if no turn has read it yet
+    (consumed unread and marked undone, as an unsend is): its reason is gone (the thinking
+    space let go of the lock it was for), so no later turn obeys it. False if none was left
+    to withdraw (read, or being read now)."""
+    now = timezone.now()
+    with transaction.atomic():
+        ThinkProcess.objects.filter(pk=process_id).update(consumed_count=F("consumed_count"))
+        row = ThinkProcess.objects.filter(pk=process_id).first()
+        if row is None:
+            return False
+        unread = PendingMessage.objects.filter(
+            process_id=process_id, kind=PendingKind.CONTROL, consumed=False, payload__text=text
+        )
+        withdrawn = 0
+        for message in unread.order_by("seq"):
+            if _in_the_lanes_hands(row, message):
+                continue
+            withdrawn += PendingMessage.objects.filter(pk=message.pk, consumed=False).update(
+                consumed=True, consumed_at=now, undone_at=now
+            )
+        if withdrawn:
+            ThinkProcess.objects.filter(pk=process_id).update(
+                consumed_count=F("consumed_count") + withdrawn
+            )
+    return withdrawn > 0
+
+
 def _in_the_lanes_hands(process: ThinkProcess, message: PendingMessage) -> bool:
     """A live lease and this the next message: the lane has read it for its turn."""
     if not process.lease_owner or process.lease_expires_at is None:

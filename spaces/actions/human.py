@@ -16,6 +16,7 @@ from typing import Any
 from django.utils import timezone
 
 from processes.actions.pending import deliver
+from processes.actions.unsend import withdraw_order
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.states import Status
 from spaces import rules
@@ -199,8 +200,13 @@ def control_outcome(node_pk: int, kind: str, since_revision: int) -> str | None:
 
 def end_control(node_pk: int, kind: str, why: str, by: str = SYSTEM) -> Snapshot:
     """Let go of a control turn's lock that is still held: a checkpoint keeps its previous
-    value, a return restores `active` (nothing is written if nothing is held)."""
+    value, a return restores `active` (nothing is written if nothing is held); its order, if
+    no turn has read it, is withdrawn."""
     node = ThinkingNode.objects.get(pk=node_pk)
+    # The order still unread (its turn never came: the agent waits for its provider, or the
+    # person gave up waiting) is withdrawn, so no later turn obeys it: a return the person was
+    # told had failed must not seal the branch afterwards.
+    withdraw_order(node.chat_process_id, CHECKPOINT_ORDER if kind == "checkpoint" else RETURN_ORDER)
 
     def build(snapshot: Snapshot) -> Mutation | None:
         current = snapshot.node(node_pk)

@@ -13,6 +13,8 @@ from tests.e2e.brain import (
     brain_env,
     distributed_env,
     free_port,
+    last_line,
+    manage_shell,
     needs_services,
 )
 from tests.support.openai_stub import OpenAIStubServer
@@ -172,3 +174,14 @@ def test_a_brain_stopped_while_a_socket_is_open_exits_0(tmp_path: Path):
     # left suspended on the server's loop crashed it with SIGSEGV at exit)
     assert code == 0, brain.log()
     assert "Brain stopped." in brain.log()
+    # and the session it held, with every process of it (the CLI's default), was suspended
+    # for the shutdown, not as if the client had left
+    session_pk = int(created["data"]["session"]["id"].removeprefix("sess_"))
+    found = manage_shell(
+        env,
+        "from sessions_app.models import Session; "
+        f"s = Session.objects.get(pk={session_pk}); "
+        "statuses = sorted(set(s.processes.values_list('status', flat=True))); "
+        "print(s.status, s.suspend_cause, statuses)",
+    )
+    assert last_line(found) == "SUSPENDED SHUTDOWN ['SUSPENDED']"

@@ -426,3 +426,25 @@ async def test_a_frame_for_a_socket_that_just_closed_is_dropped_not_raised():
     # when / then: the handler carries on (so the disconnect policy still runs after it)
     await consumer.send(text_data='{"type": "event"}')
     assert sent == [{"type": "websocket.send", "text": '{"type": "event"}'}]
+
+
+async def test_a_socket_closed_by_a_stopping_server_suspends_its_session_for_shutdown(
+    alice, monkeypatch
+):
+    # given a session bound to a socket, and a server that has begun to stop (the brain
+    # command's shutdown trigger runs before daphne closes the sockets)
+    import threading
+
+    from sessions_app import socket_bindings
+
+    monkeypatch.setattr(socket_bindings, "_stopping", threading.Event())
+    client = await connect(bearer(alice))
+    created = await open_session(client, alice)
+    socket_bindings.server_stopping()
+    # when the socket closes
+    await client.ws.disconnect()
+    # then the session (and with the CLI's default, its chat) is suspended for the shutdown
+    session = await session_row(created["session"]["id"])
+    assert (session.status, session.suspend_cause) == (SessionStatus.SUSPENDED, "SHUTDOWN")
+    chat = await process_row(created["chatProcessId"])
+    assert chat.status == Status.SUSPENDED

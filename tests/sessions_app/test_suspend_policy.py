@@ -1,6 +1,7 @@
-"""What a session's suspension does to its processes (`onSuspend`): by default (KEEP) the chat
+"""What a session's suspension does to its processes (`onSuspend`): for the web (KEEP) the chat
 process suspends and the work the person started from the session keeps running, so closing
-a tab does not freeze a deep think; SUSPEND_ALL suspends every process of the session."""
+a tab does not freeze a deep think; SUSPEND_ALL, the default of the clients that carry client
+tools (the vance CLI), suspends every process of the session."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ FINGERPRINT = FingerprintData(machine_id="m-1", working_dir="/work")
 TOOL = {"name": "read_file", "description": "Read a file", "parameters": {"type": "object"}}
 
 
-def session_with_work(alice: Tenancy, on_suspend: str | None = None) -> tuple[Session, int]:
-    """A cli session (suspended on disconnect) with its chat and a worker it started."""
+def session_with_work(
+    alice: Tenancy, on_suspend: str | None = None, client_type: str = "cli"
+) -> tuple[Session, int]:
+    """A session (suspended on disconnect) with its chat and a worker it started."""
     session = create_session(
         alice.user,
-        client_type="cli",
+        client_type=client_type,
         project_id=alice.project_id,
         fingerprint=FINGERPRINT,
         on_suspend=on_suspend,
@@ -48,9 +51,22 @@ def status(process_id: int | None) -> str:
     return ThinkProcess.objects.get(pk=process_id).status
 
 
-def test_by_default_a_suspended_session_keeps_its_work_running(alice: Tenancy) -> None:
-    # given a session with its chat and a worker, and the default policy
-    session, work = session_with_work(alice)
+@pytest.mark.parametrize(
+    ("client_type", "policy"),
+    [("cli", "SUSPEND_ALL"), ("desktop", "SUSPEND_ALL"), ("web", "KEEP"), ("mobile", "KEEP")],
+)
+def test_the_default_policy_cascades_for_clients_that_carry_client_tools(
+    alice: Tenancy, client_type: str, policy: str
+) -> None:
+    session = create_session(
+        alice.user, client_type=client_type, project_id=alice.project_id, fingerprint=FINGERPRINT
+    )
+    assert session.on_suspend == policy
+
+
+def test_by_default_a_suspended_web_session_keeps_its_work_running(alice: Tenancy) -> None:
+    # given a web session with its chat and a worker, and the default policy
+    session, work = session_with_work(alice, client_type="web")
     assert session.on_suspend == "KEEP"
     # when its client goes away
     disconnect_session(session.pk, SuspendCause.DISCONNECT)
@@ -72,13 +88,28 @@ def test_by_default_a_suspended_session_keeps_its_work_running(alice: Tenancy) -
 
 def test_suspend_all_suspends_every_process_of_the_session(alice: Tenancy) -> None:
     # given a session that asks for every process to suspend with it
-    session, work = session_with_work(alice, on_suspend="SUSPEND_ALL")
+    session, work = session_with_work(alice, on_suspend="SUSPEND_ALL", client_type="web")
     # when its client goes away
     disconnect_session(session.pk, SuspendCause.DISCONNECT)
     # then both are suspended, and a resume brings both back
     assert (status(session.chat_process_id), status(work)) == (Status.SUSPENDED,) * 2
     resume_session(alice.user, session.pk, FINGERPRINT, None)
     assert (status(session.chat_process_id), status(work)) == (Status.IDLE,) * 2
+
+
+def test_a_cli_session_suspends_every_process_and_a_drifted_return_marks_each(
+    alice: Tenancy,
+) -> None:
+    # given a vance CLI session (default policy) with its chat and a worker
+    session, work = session_with_work(alice)
+    # when its client goes away, then comes back in another directory
+    disconnect_session(session.pk, SuspendCause.DISCONNECT)
+    assert (status(session.chat_process_id), status(work)) == (Status.SUSPENDED,) * 2
+    moved = FingerprintData(machine_id="m-1", working_dir="/elsewhere")
+    resume_session(alice.user, session.pk, moved, None)
+    # then each process waits, marked as drifted, for the person to decide
+    rows = ThinkProcess.objects.filter(pk__in=[session.chat_process_id, work])
+    assert {(row.status, row.context_drift) for row in rows} == {(Status.SUSPENDED, True)}
 
 
 def test_a_disconnect_of_a_socket_whose_session_was_resumed_since_changes_nothing(

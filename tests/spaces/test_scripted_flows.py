@@ -282,3 +282,39 @@ def test_a_return_seals_the_branch_and_notifies_the_parent_once_without_waking_i
     # and the parent was not woken: it took no turn
     root = ThinkProcess.objects.get(pk=root_session.chat_process_id)
     assert (root.consumed_count, root.status) == (root_turns, Status.IDLE)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_return_given_up_before_its_turn_came_is_withdrawn_and_never_seals_later(
+    root_session, script
+):
+    # given a branch whose agent is paused, so that the person's return order waits unread
+    from processes.actions import lifecycle
+    from processes.models import PendingMessage
+    from spaces import requests
+
+    script(
+        [
+            {
+                "engine": "arthur",
+                "match": r"^\[control: return",
+                "tool_calls": [call("thinking_return", handoff="Rings: 7 main rings.")],
+            },
+            {"engine": "arthur", "reply": "ok"},
+        ]
+    )
+    child = child_with_talk(root_session)
+    wait_until(lambda: idle(child.chat_process_id))
+    lifecycle.pause_process(child.chat_process_id)
+    began = human.begin_return(child)
+    assert began.node(child.pk).state == NodeState.RETURNING
+    # when the person's wait times out (the reply says the return did not happen)
+    requests.give_up(requests.Began(child.pk, "return", began.space.revision))
+    assert "active again" in human.control_outcome(child.pk, "return", began.space.revision)
+    # then the order is withdrawn: the agent, resumed, does not obey it afterwards
+    order = PendingMessage.objects.get(process_id=child.chat_process_id, kind="CONTROL")
+    assert (order.consumed, order.undone_at is not None) == (True, True)
+    lifecycle.resume_process(child.chat_process_id)
+    wait_until(lambda: idle(child.chat_process_id))
+    assert node(child.public_id).state == NodeState.ACTIVE
+    assert "Rings: 7 main rings." not in tool_answers(child.chat_process_id)

@@ -23,6 +23,7 @@ from processes.actions.sessions import disconnect_session
 from processes.recovery import recover_processes
 from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
+from sessions_app import socket_bindings
 from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
 from sessions_app.socket_bindings import bound_sessions
@@ -161,6 +162,12 @@ class Command(BaseCommand):
         )
         close_with_a_code(server)
         keep_bodies_whole(server)
+        # Before daphne's own trigger (it closes the sockets): their sessions are suspended
+        # for SHUTDOWN, not DISCONNECT.
+        from twisted.internet import reactor  # the one daphne.server installed
+
+        triggers: Any = reactor
+        triggers.addSystemEventTrigger("before", "shutdown", socket_bindings.server_stopping)
         try:
             server.run()
         finally:
