@@ -81,6 +81,7 @@ def test_a_nested_process_still_asks_its_parent_and_a_root_asks_once(alice: Tena
     assert ask_for_root(ThinkProcess.objects.get(pk=root.pk)) is None
     # then no second item; and a child's question is not asked in its parent's place
     assert InboxItem.objects.filter(origin_process_id=root.pk).count() == 1
+    assert session.chat_process_id is not None
     chat = ThinkProcess.objects.get(pk=session.chat_process_id)
     child = create_process(
         session, goal="chart", recipe="deep-think", params={"tasks": tasks}, parent=chat
