@@ -44,6 +44,7 @@ from vancetope.llm.assembly import (
     SUMMARY_SHARE,
     fold_lines,
     group_turns,
+    newest_turns,
 )
 from vancetope.llm.base import LlmError, LlmMessage
 from vancetope.llm.tokens import Tokens
@@ -172,14 +173,9 @@ def _oldest_turns(unfolded: list[LlmMessage], tokens: Tokens, keep_room: int) ->
     """The messages of the oldest turns to fold: all but the newest turns that fit in
     `keep_room` (the newest turn always stays)."""
     turns = group_turns(unfolded)
-    keep = 0
-    for turn in reversed(turns):
-        size = tokens.messages(turn)
-        if keep and size > keep_room:
-            break
-        keep_room -= size
-        keep += 1
-    return [m for turn in turns[: len(turns) - keep] for m in turn]
+    sizes = [tokens.messages(turn) for turn in turns]
+    kept = newest_turns(turns, sizes, keep_room, at_least=1)
+    return [m for turn in turns[: len(turns) - len(kept)] for m in turn]
 
 
 def _tell(prepared: Prepared, folded: Compaction, fold: list[LlmMessage], at: list[int]) -> None:

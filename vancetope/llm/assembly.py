@@ -202,7 +202,7 @@ def assemble(
     history, history_cut = _cut_tool_results(history, int(limit * TOOL_RESULT_SHARE), tokens)
     turns = group_turns(history)
     sizes = [tokens.messages(turn) for turn in turns]
-    kept = turns if covered else _newest_turns(turns, sizes, room)
+    kept = turns if covered else newest_turns(turns, sizes, room)
     summary_part: list[LlmMessage] = []
     recalled_part: list[LlmMessage] = []
     if covered or len(kept) < len(turns):
@@ -212,9 +212,9 @@ def assemble(
         room -= tokens.messages(recalled_part)
         share = min(int(limit * SUMMARY_SHARE), room)
         reserved = min(share, tokens.text(summary) + 2 * MESSAGE_OVERHEAD + 40)
-        if len(_newest_turns(turns, sizes, room - reserved)) < len(turns):
+        if len(newest_turns(turns, sizes, room - reserved)) < len(turns):
             reserved = share  # the fold of the turns that do not fit gets the whole share
-        kept = _newest_turns(turns, sizes, room - reserved)
+        kept = newest_turns(turns, sizes, room - reserved)
         left = [m for turn in turns[: len(turns) - len(kept)] for m in turn]
         # A compaction's summary folds its messages only: the turns left out after them are
         # folded here, by their first lines; a summary given alone stands for all left out.
@@ -290,13 +290,14 @@ def _summary_message(text: str, count: int, limit: int, tokens: Tokens) -> LlmMe
     return _cut_message(message, limit, tokens, keep="head")
 
 
-def _newest_turns(
-    turns: list[list[LlmMessage]], sizes: list[int], room: int
+def newest_turns(
+    turns: list[list[LlmMessage]], sizes: list[int], room: int, *, at_least: int = 0
 ) -> list[list[LlmMessage]]:
-    """The newest of `turns` (whose tokens are `sizes`) that fit in `room`, in order."""
+    """The newest of `turns` (whose tokens are `sizes`) that fit in `room`, in order; the
+    newest `at_least` whatever their size (compaction keeps the newest turn)."""
     count = 0
     for size in reversed(sizes):
-        if size > room:
+        if count >= at_least and size > room:
             break
         room -= size
         count += 1
