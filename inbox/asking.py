@@ -26,9 +26,14 @@ log = logging.getLogger(__name__)
 
 def ask_for_root(process: ThinkProcess) -> InboxItem | None:
     """The item asked for a BLOCKED root process's question, or None: it has a parent (who
-    asks), no question, or an OPEN item of that question already (it blocked again). An OPEN
-    item it asked before, of another question, is dismissed."""
+    asks), it is a system run's (whose run asks its owner), it has no question, or an OPEN
+    item of that question exists already (it blocked again). An OPEN item it asked before, of
+    another question, is dismissed."""
     if process.parent_id is not None or process.status != Status.BLOCKED:
+        return None
+    if process.session.system:
+        # A system run's process: its run asks the run's owner (triggers/runs/system.py
+        # `ask_owner`), the person it works for, not the system session's owner.
         return None
     engine = get_engine(process.think_engine)
     if engine is None:

@@ -181,6 +181,8 @@ def resume_session(
         # A new bind: the socket that held the session before no longer applies its
         # disconnect policy to it (disconnect_session).
         "binding": F("binding") + 1,
+        # The tools of the client that left are not this one's: it registers its own.
+        "client_tools": [],
     }
     if not _bind(session, bind):
         raise Conflict(
@@ -278,18 +280,23 @@ def disconnect_session(
     held = Session.objects.filter(pk=session_id)
     if binding is not None:
         held = held.filter(binding=binding)
-    # Its tools went with it: no pool offers them until a client registers tools again, and
-    # the calls it still owes fail now.
-    if not held.update(client_tools=[]):
+    session = held.first()
+    if session is None:
         return Session.objects.get(pk=session_id)
+    # The calls it still owes fail now. Its tools went with it: no pool offers them, as no
+    # client is bound to a suspended or closed session; their declarations stay, so a turn
+    # that calls one (a cron continuation, a retried turn) waits BLOCKED for a client, naming
+    # the tool, instead of being told there is no such tool. A session that stays open
+    # (KEEP_OPEN) would still look bound: there they are taken away.
     fail_outstanding_client_calls(session_id, GONE)
-    session = Session.objects.get(pk=session_id)
     if session.status != SessionStatus.OPEN:
         return session
     if session.on_disconnect == DisconnectPolicy.CLOSE:
         return close_session(session_id)
     if session.on_disconnect == DisconnectPolicy.SUSPEND:
         return suspend_session(session_id, cause, binding)
+    held.update(client_tools=[])
+    session.refresh_from_db()
     return session
 
 

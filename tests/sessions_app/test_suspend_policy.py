@@ -134,8 +134,10 @@ def test_a_disconnect_of_a_socket_whose_session_was_resumed_since_changes_nothin
     # and the second socket's own disconnect still applies the policy
     disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=after.binding)
     assert Session.objects.get(pk=session.pk).status == SessionStatus.SUSPENDED
-    assert Session.objects.get(pk=session.pk).client_tools == []
     assert status(session.chat_process_id) == Status.SUSPENDED
+    # and a client that resumes it brings its own tools: the old ones are not offered to it
+    resume_session(alice.user, session.pk, FINGERPRINT, None)
+    assert Session.objects.get(pk=session.pk).client_tools == []
 
 
 def test_a_resume_while_a_disconnect_suspends_the_chat_leaves_the_chat_running(

@@ -7,6 +7,8 @@ import asyncio
 import pytest
 from channels.db import database_sync_to_async
 
+from engines.registry import get_engine
+from processes.capabilities.tools import toolbox_for
 from processes.models import ThinkProcess
 from processes.states import Status
 from sessions_app.models import Session
@@ -118,9 +120,15 @@ async def test_a_client_that_disconnects_fails_its_open_calls_at_once(alice, llm
     process = await wait_for_status(chat_id, Status.SUSPENDED)
     row = await database_sync_to_async(ToolCall.objects.get)()
     assert row.status in {CallStatus.FAILED, CallStatus.CANCELLED}
-    # and its tools left with it: no pool offers them until a client registers again
+    # and its tools left with it: no pool offers them until a client is bound again, though
+    # their declarations stay (a later call waits BLOCKED for a client, naming the tool)
     session = await database_sync_to_async(lambda: Session.objects.get(pk=process.session_id))()
-    assert session.client_tools == []
+    assert [tool["name"] for tool in session.client_tools] == ["run_shell"]
+    engine = get_engine(process.think_engine)
+    assert engine is not None
+    box = toolbox_for(process, engine.allowed_tools, lambda: None)
+    offered = await database_sync_to_async(box.names)()
+    assert "run_shell" not in offered
 
 
 async def test_a_worker_whose_tools_wait_on_the_client_runs_its_goal_in_the_lane(alice, llm):

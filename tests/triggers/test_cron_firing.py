@@ -12,7 +12,7 @@ from django.db import connection
 
 from inbox.models import InboxItem, InboxKind
 from processes.actions.lifecycle import pause_process
-from processes.actions.sessions import create_session, suspend_session
+from processes.actions.sessions import create_session, disconnect_session, suspend_session
 from processes.actions.steer import steer_many
 from processes.models import ThinkProcess
 from processes.states import Status
@@ -116,8 +116,11 @@ def test_a_firing_while_the_previous_run_still_runs_is_skipped_with_its_reason(a
     assert finished_run(first.run.public_id).tasks_executed == 3
 
 
-def test_a_task_needing_a_client_tool_is_reported_blocked_with_its_reason(alice, script):
-    # given a coding session whose client registered run_shell, then went away (suspended)
+@pytest.mark.parametrize("went", ["idle", "disconnected"])
+def test_a_task_needing_a_client_tool_is_reported_blocked_with_its_reason(alice, script, went: str):
+    # given a coding session whose client registered run_shell, then went away (suspended by
+    # the idle sweep, or by its socket's disconnect, which before took the tool's declaration
+    # with it, so the task was told there is no such tool and reported completed)
     script([{"match": "list the files", "tool_calls": [{"name": "run_shell", "arguments": {}}]}])
     session = create_session(
         alice.user, client_type="cli", project_id=alice.project_id, recipe="frankie-coding"
@@ -127,7 +130,10 @@ def test_a_task_needing_a_client_tool_is_reported_blocked_with_its_reason(alice,
     assert chat_id is not None
     pause_process(chat_id)
     steer_many(chat_id, ["list the files", "then summarise them"])
-    suspend_session(session.pk, SuspendCause.IDLE)
+    if went == "idle":
+        suspend_session(session.pk, SuspendCause.IDLE)
+    else:
+        disconnect_session(session.pk, SuspendCause.DISCONNECT, binding=session.binding)
     assert ThinkProcess.objects.get(pk=chat_id).status == Status.SUSPENDED
     job = job_for(alice, continue_body(chat_id, stopOnClientTool=True))
     # when the cron job continues the process

@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from protocol.vocabulary import SessionStatus
 from vancetope.errors import Conflict, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.tools.checker import Classification
@@ -48,11 +49,11 @@ def run_client_tool(
         while True:
             row = (
                 ToolCall.objects.filter(pk=call.pk)
-                .values("status", "result", "error", "session__client_tools")
+                .values("status", "result", "error", "session__client_tools", "session__status")
                 .get()
             )
             if row["status"] == CallStatus.PENDING and not _offers(
-                row["session__client_tools"], call.tool
+                row["session__client_tools"], row["session__status"], call.tool
             ):
                 # The client went away (or took the tool back) before this row was there for
                 # its disconnect to fail: nobody will answer.
@@ -84,7 +85,11 @@ def run_client_tool(
         raise
 
 
-def _offers(client_tools: Any, tool: str) -> bool:
+def _offers(client_tools: Any, session_status: str, tool: str) -> bool:
+    """Whether a client bound to the session offers the tool (a suspended or closed session
+    keeps its client's declarations, but has no client)."""
+    if session_status != SessionStatus.OPEN:
+        return False
     return any(offered.get("name") == tool for offered in client_tools or ())
 
 
