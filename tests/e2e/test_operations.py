@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import stat
 import subprocess
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.brain import ROOT, Brain, bootstrap, brain_env, free_port
+from tests.support.crashing_llama import crashing_llama_cpp
 
 pytestmark = pytest.mark.embedded_brain
 
@@ -76,6 +78,36 @@ def test_a_misconfigured_llm_is_a_one_line_error_at_start(tmp_path: Path, variab
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(message)
     assert "Traceback" not in done.stderr
+
+
+def test_a_local_model_that_crashes_its_warm_up_is_a_one_line_error_at_start(tmp_path: Path):
+    # a llama-cpp-python built for another CPU: its first completion dies of SIGSEGV
+    library = crashing_llama_cpp(tmp_path / "lib")
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF" + bytes(60))
+    env = brain_env(
+        tmp_path,
+        VANCETOPE_LLM="local",
+        VANCETOPE_LOCAL_MODEL=str(model),
+        PYTHONPATH=os.pathsep.join(filter(None, [library, os.environ.get("PYTHONPATH")])),
+    )
+    # when
+    done = manage(env, "brain", "--port", str(free_port()))
+    # then: the Brain outlived its warm-up's crash, and says how to reinstall in one line
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(
+        "CommandError: the local model crashed its warm-up (SIGSEGV): llama-cpp-python was "
+        "built for another CPU; reinstall it from source: "
+    )
+    assert lines[0].endswith(
+        'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-binary llama-cpp-python '
+        "--no-cache-dir --force-reinstall llama-cpp-python"
+    )
+    assert "Traceback" not in done.stderr
+    # before it touched a database
+    assert not (tmp_path / "brain.sqlite3").exists()
 
 
 def test_a_restarted_brain_logs_no_scheduler_chatter_and_no_eager_warning(tmp_path: Path):

@@ -17,6 +17,7 @@ from vancetope.llm import local_model
 from vancetope.llm.base import LlmMessage, TextDelta, ToolCall, ToolSchema, Usage, collect
 from vancetope.llm.factory import describe_provider, get_provider
 from vancetope.llm.local_model import LocalModelProblem, default_model, resolve_model
+from vancetope.llm.warmup import warm_up, warm_up_provider
 
 pytest.importorskip("llama_cpp", reason="the local provider needs the `local` extra")
 if default_model() is None:
@@ -148,6 +149,34 @@ def test_brain_says_which_model_it_thinks_with(settings: Settings) -> None:
     assert isinstance(get_provider(), LocalProvider)
 
 
+def test_the_warm_up_of_the_real_model_passes_in_a_child_process(settings: Settings) -> None:
+    settings.VANCETOPE_LLM = "local"
+    settings.VANCETOPE_LOCAL_MODEL = ""
+    settings.VANCETOPE_LOCAL_WARMUP = True
+    provider = get_provider()
+    assert isinstance(provider, LocalProvider)
+    # loads the model in a child and completes two tokens there; a crash or a failure would
+    # raise LocalModelProblem
+    warm_up_provider(provider)
+    warm_up(provider.model_path, 512)
+
+
+def test_a_gguf_file_the_library_cannot_load_fails_its_warm_up_with_one_line(
+    tmp_path: Path,
+) -> None:
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + bytes(60))
+
+    with pytest.raises(LocalModelProblem) as problem:
+        warm_up(broken, 512)
+
+    # the library's own last line (llama-cpp-python 0.3: "Failed to load model from file: …")
+    message = str(problem.value)
+    assert message.startswith("the local model failed its warm-up (exit 1): ValueError: ")
+    assert message.endswith(str(broken))
+    assert "\n" not in message
+
+
 def test_a_model_path_that_is_no_gguf_file_stops_the_brain_with_one_line(
     settings: Settings, tmp_path: Path
 ) -> None:
@@ -168,7 +197,9 @@ def test_without_the_extra_the_error_names_the_extra(monkeypatch: pytest.MonkeyP
     with pytest.raises(LocalModelProblem) as problem:
         resolve_model("")
     assert str(problem.value) == (
-        'VANCETOPE_LLM=local needs the `local` extra (llama-cpp-python): pip install -e ".[local]"'
+        "VANCETOPE_LLM=local needs the `local` extra (llama-cpp-python): "
+        'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-binary llama-cpp-python --no-cache-dir '
+        '-e ".[local]"'
     )
 
 

