@@ -98,6 +98,9 @@ class Llm(Protocol):
     # The model a step may fall back to when its call fails (VANCETOPE_LLM_FALLBACK_MODEL);
     # "" when none is configured.
     fallback_model: str
+    # The model is a small one (the llm.modelSize setting; by default the well-known small
+    # models, SmolLM2 the shipped one): an engine offers it its minimal schemas.
+    small_model: bool
 
     def room(self, tools: list[ToolSchema] | None = None) -> int | None:
         """About how many tokens the messages of a call offering `tools` may take within the

@@ -36,7 +36,7 @@ from vancetope.llm.base import (
 )
 from vancetope.llm.estimate import estimate_tokens
 from vancetope.llm.tokens import Tokens
-from vancetope.llm.windows import known_window
+from vancetope.llm.windows import is_small_model, known_window
 from vancetope.observability.genai import LlmCallWatch
 
 # Validators of the schemas structured steps use, by the schema's JSON: a schema is checked
@@ -73,9 +73,16 @@ class LlmAccess:
         window_setting: int = 0,
         folded: Callable[[], Folded | None] | None = None,
         history: Callable[[], list[LlmMessage]] | None = None,
+        model_size: str = "auto",
     ) -> None:
         self.provider = provider
         self.fallback_model = fallback_model
+        # The llm.modelSize setting, "auto" deciding by the table of well-known small models.
+        self.small_model = (
+            model_size == "small"
+            if model_size in ("small", "large")
+            else is_small_model(provider.model)
+        )
         # The llm.contextWindow setting: the window when the server does not say.
         self._window_setting = window_setting
         # The conversation's active compaction (processes/lane/compaction.py), read at the

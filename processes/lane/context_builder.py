@@ -140,6 +140,7 @@ def build_context(
         before_call=lambda: _before_llm_call(budget, usage),
         fallback_model=str(cascade.value(keys.FALLBACK_MODEL.name)),
         window_setting=int(cascade.value(keys.CONTEXT_WINDOW.name) or 0),
+        model_size=str(cascade.value(keys.MODEL_SIZE.name)),
         folded=lambda: compaction_of(process.pk, (process.conversation_epoch, process.folds)),
         history=conversation.history,
     )

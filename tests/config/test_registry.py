@@ -77,6 +77,7 @@ def test_the_llm_keys_are_registered_and_only_the_api_key_is_secret():
         "llm.fallbackModel",
         "llm.contextWindow",
         "llm.recall",
+        "llm.modelSize",
     }
     assert [name for name, key in llm.items() if key.secret] == ["llm.apiKey"]
 

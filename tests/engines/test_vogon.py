@@ -275,8 +275,11 @@ def test_without_the_inbox_a_checkpoint_asks_the_parent_and_understands_its_word
     assert summary.payload["approval"] is True
     assert summary.payload["options"] == ["approve", "reject"]
     assert summary.payload["question"] == "Ship rings?\n\nRings."
-    # a root vogon has no parent: the Brain asks its person in the parent's place
-    [first] = InboxItem.objects.filter(origin_process_id=process.pk)
+    # a root vogon has no parent: the Brain asks its person in the parent's place (once the
+    # lane's run is over)
+    asked = InboxItem.objects.filter(origin_process_id=process.pk)
+    assert wait_until(asked.exists)
+    [first] = asked
     assert (first.kind, first.status, first.body) == ("APPROVAL", "OPEN", "Ship rings?\n\nRings.")
     # when the answer is neither approve nor reject, it asks again, saying so
     steer.steer_process(process.pk, "hmm, maybe")

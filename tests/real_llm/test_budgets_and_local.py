@@ -8,7 +8,6 @@ import pytest
 from processes.actions.create import create_process
 from processes.models import ThinkProcess
 from processes.presenters import process_data
-from tests.real_llm import SMALL_MODEL_PLAN
 from tests.support.llama_server import LlamaServer
 from tests.support.tenancy import Tenancy, open_session
 from tests.support.waiting import closed_process
@@ -47,9 +46,8 @@ def test_a_max_tokens_budget_trips_on_estimated_usage_of_the_real_server(
 
 def test_a_deep_think_runs_to_done_on_the_local_provider(alice: Tenancy, local_model) -> None:
     session = open_session(alice)
-    marvin = create_process(
-        session, goal="Compare Mars and Venus.", recipe="deep-think", params=SMALL_MODEL_PLAN
-    )
+    # with the defaults: the Brain offers SmolLM2 marvin's minimal plan, a small model's
+    marvin = create_process(session, goal="Compare Mars and Venus.", recipe="deep-think")
     closed = closed_process(marvin.pk, timeout=540)
     assert closed.close_reason == "DONE", closed.last_error
     nodes = closed.engine_state["taskTree"]["nodes"]

@@ -15,7 +15,6 @@ from channels.db import database_sync_to_async
 
 from engines.builtin.zaphod import synthesis_schema
 from processes.models import ConversationMessage, ThinkProcess
-from tests.real_llm import SMALL_MODEL_PLAN
 from tests.support.marvin import running_intervals
 from tests.support.ws import FINGERPRINT, Client, bearer, connect, open_session
 
@@ -112,7 +111,8 @@ async def test_a_deep_think_closes_done_with_a_worker_and_its_aggregate(alice, r
     client = await connect(bearer(alice))
     await open_session(client, alice)
     # when a person starts a deep think
-    marvin = await create(client, "deep-think", "Compare Mars and Venus.", **SMALL_MODEL_PLAN)
+    # (with the defaults: the Brain offers SmolLM2 marvin's minimal plan, a small model's)
+    marvin = await create(client, "deep-think", "Compare Mars and Venus.")
     # then it plans (a forced plan_tasks), runs its workers and aggregates; a question the
     # plan asks of the person is answered
     while True:

@@ -122,6 +122,23 @@ CONTEXT_WINDOW = register(
     )
 )
 
+MODEL_SIZE = register(
+    SettingKey(
+        name="llm.modelSize",
+        type=SettingType.STRING,
+        default="auto",
+        description="small: the model is offered the engines' minimal structured-output "
+        "schemas (marvin's plan of kind, title and goal only), which a small model can fill; "
+        "large: the full ones; auto: small for the well-known small models (SmolLM2, the "
+        "shipped local model), large for any other.",
+        check=lambda value: (
+            ""
+            if value in ("auto", "small", "large")
+            else f"must be auto, small or large, not {value!r}"
+        ),
+    )
+)
+
 RECALL = register(
     SettingKey(
         name="llm.recall",

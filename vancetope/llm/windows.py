@@ -1,4 +1,5 @@
-"""The context windows of well-known hosted models, for a server that does not say its own.
+"""The context windows of well-known hosted models, for a server that does not say its own,
+and which models are small (an engine offers those its minimal schemas).
 
 A prompt has to fit the model's window, and the window is a property of the model the server
 runs, which the hosted APIs do not report (OpenAI's model list says nothing of it). What a
@@ -59,3 +60,16 @@ def known_window(model: str) -> int | None:
     if not name:
         return None
     return next((KNOWN_WINDOWS[p] for p in _PREFIXES if name.startswith(p)), None)
+
+
+# Small models: the shipped SmolLM2-135M (and its 360M and 1.7B siblings, and SmolLM's first
+# version). Offered a long tool schema (a plan's recipe, dependsOn and outputSchema), a 135M
+# model planned no WORKER at all; engines offer a small model their minimal schemas
+# (marvin's `planSchema`). The llm.modelSize setting overrides this for any model.
+SMALL_MODELS = ("smollm",)
+
+
+def is_small_model(model: str) -> bool:
+    """Whether `model` is a well-known small model (matched as `known_window` matches)."""
+    name = model.strip().rsplit("/", 1)[-1].lower()
+    return bool(name) and name.startswith(SMALL_MODELS)

@@ -103,6 +103,28 @@ def fill(state: MarvinState, parent: TaskNode, tasks: list[dict[str, Any]]) -> l
     return added
 
 
+def minimal_plans(ctx: ThinkEngineContext) -> bool:
+    """Whether a plan offers tasks of kind, title and goal only (`planSchema`)."""
+    wanted = ctx.settings.get("planSchema", "auto")
+    return wanted == "minimal" or (wanted == "auto" and bool(ctx.llm.small_model))
+
+
+def sensible(tasks: list[dict[str, Any]], *, nested: bool, goal: str) -> list[dict[str, Any]]:
+    """A model's plan, kept from the two ways a small one goes wrong: a PLAN it asks for
+    inside a planned part is a WORKER (PLAN nodes nest one level: a 135M model nested them
+    until the tree was too deep), and a plan that has nothing to do the work (no WORKER, no
+    PLAN, no USER_INPUT: an AGGREGATE alone) becomes one WORKER for the whole goal (and, at
+    the top, the AGGREGATE)."""
+    if nested:
+        tasks = [{**task, "kind": "WORKER"} if task["kind"] == "PLAN" else task for task in tasks]
+    if not any(task["kind"] in {"WORKER", "PLAN", "USER_INPUT"} for task in tasks):
+        title = goal if len(goal) <= prompts.TITLE_CHARS else goal[: prompts.TITLE_CHARS - 1] + "…"
+        tasks = [{"kind": "WORKER", "title": title, "goal": goal}]
+        if not nested:
+            tasks.append({"kind": "AGGREGATE", "title": "Report"})
+    return tasks
+
+
 @register_engine
 class Marvin(ThinkEngine):
     name = "marvin"
@@ -131,7 +153,7 @@ class Marvin(ThinkEngine):
         ),
         "workerRecipe": "marvin-worker",
         "maxNodes": 20,
-        "planSchema": "full",
+        "planSchema": "auto",
         "maxDepth": 3,
         "maxParallel": 4,
         "maxReplans": 2,
@@ -143,7 +165,8 @@ class Marvin(ThinkEngine):
         "workerRecipe": "The recipe of a WORKER node that names none.",
         "maxNodes": "Nodes a task tree may grow to.",
         "planSchema": "full: a plan's tasks may name a recipe, dependsOn and an outputSchema; "
-        "minimal: kind, title and goal only (for small models, which a longer schema confuses).",
+        "minimal: kind, title and goal only (for small models, which a longer schema confuses); "
+        "auto: minimal for a small model (the llm.modelSize setting), else full.",
         "maxDepth": "How deep PLAN nodes may nest.",
         "maxParallel": "WORKER nodes that run at once (1: one after another).",
         "maxReplans": "Re-plan steps a tree may take after failed nodes.",
@@ -303,10 +326,10 @@ class Marvin(ThinkEngine):
         room = int(ctx.settings.get("maxNodes", 20)) - len(state.nodes)
         planned = ctx.llm.structured(
             ctx.prompt(LlmMessage(role="user", content=ask)),
-            prompts.plan_tasks(room, minimal=ctx.settings.get("planSchema") == "minimal"),
+            prompts.plan_tasks(room, minimal=minimal_plans(ctx)),
             step="plan",
         )
-        tasks = list(planned["tasks"])
+        tasks = sensible(list(planned["tasks"]), nested=node.parentId is not None, goal=node.goal)
         self._check_room(ctx, state, "plan", tasks, extra=0)
         if state.depth(node) + 1 > int(ctx.settings.get("maxDepth", 3)):
             raise StructuredOutputError(
