@@ -65,7 +65,7 @@ def test_every_rest_path_is_documented(db):
 
 
 def test_every_scripted_rule_key_is_documented():
-    from vancetope.llm.scripted import RULE_KEYS
+    from vancetope.llm.script_rules import RULE_KEYS
 
     section = PROTOCOL.split("## The scripted LLM's script", 1)[1]
     assert sorted(key for key in RULE_KEYS if not documented(key, section)) == []

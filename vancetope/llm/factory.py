@@ -31,7 +31,8 @@ from vancetope.llm.base import (
     ToolSchema,
 )
 from vancetope.llm.local_model import LocalModelProblem, resolve_model
-from vancetope.llm.scripted import ScriptedProvider, resolve_script
+from vancetope.llm.script_rules import resolve_script
+from vancetope.llm.scripted import ScriptedProvider
 
 PROVIDER_KINDS = ("scripted", "openai", "anthropic", "local")
 # Providers kept (one per configuration in use: a few projects with their own models or keys).

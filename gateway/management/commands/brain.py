@@ -32,7 +32,8 @@ from vancetope.infra.http_body import keep_bodies_whole
 from vancetope.infra.websocket_close import close_with_a_code
 from vancetope.llm.factory import describe_provider, get_provider
 from vancetope.llm.local_model import LocalModelProblem
-from vancetope.llm.scripted import ScriptedProvider, bundled_script_name
+from vancetope.llm.script_rules import bundled_script_name
+from vancetope.llm.scripted import ScriptedProvider
 from vancetope.llm.warmup import warm_up_provider
 from vancetope.tenancy.revocation import watch_revocations
 
