@@ -4,7 +4,9 @@ with recall off.
 
 Each variant runs in a child process of its own (Django reads settings once per process) on
 the embedded default (SQLite in a temporary VANCETOPE_VAR_DIR, the in-process worker), through
-the service path of `turn_overhead.py` (`send_chat`, then a poll for the stored reply):
+the service path of `turn_overhead.py` (`send_chat`, then a poll for the stored reply). The
+variants take turns, `--chunk` turns each (the order rotating), so a change of the machine's
+load meets them alike:
 
 | variant | window | recall |
 | --- | --- | --- |
@@ -24,7 +26,7 @@ Printed, against the budgets of issue "Long-lived for real":
 - the facts found in what the question's call sent: >= 95 % of 50 with recall, beside the
   same run with recall off.
 
-    .venv/bin/python bench/long_chat.py [--turns 1000] [--window 8192] [--strict]
+    .venv/bin/python bench/long_chat.py [--turns 1000] [--window 8192] [--chunk 50] [--strict]
 """
 
 from __future__ import annotations
@@ -113,7 +115,17 @@ def child_main(args: argparse.Namespace) -> None:
     recorder = Recorder(context_builder.get_provider)
     context_builder.get_provider = recorder.provider  # type: ignore[assignment]
     try:
-        result = drive(user, project, recorder, args)
+        chat = Chat(user, project, recorder, args)
+        # The parent says how many turns to run next ("50"), or "end"; the child answers
+        # "ready" once, then "ok" after each chunk, when its lane is at rest (a compaction the
+        # last turn began is over, so it does not run in another variant's chunk).
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if line.strip() == "end":
+                break
+            chat.run(int(line))
+            print("ok", flush=True)
+        result = chat.result()
     finally:
         shutdown_worker(wait=True)
     Path(args.result_file).write_text(json.dumps(result))
@@ -149,73 +161,105 @@ class Recorder:
         return Recording()
 
 
-def drive(user: Any, project: Any, recorder: Recorder, args: argparse.Namespace) -> dict[str, Any]:
-    from processes.actions.sessions import create_session
-    from processes.actions.steer import send_chat
-    from processes.models import Compaction, ConversationMessage, ThinkProcess
-    from processes.states import Status
-    from sessions_app.services import FingerprintData
-    from vancetope.llm.base import LlmMessage
-    from vancetope.llm.tokens import Tokens
+def send_chat(session_id: int, text: str, *, user: Any) -> None:
+    from processes.actions import steer
 
-    session = create_session(
-        user,
-        client_type="cli",
-        project_id=project.public_id,
-        fingerprint=FingerprintData(machine_id="bench-machine", working_dir=str(ROOT)),
-    )
-    process_id = session.chat_process_id
-    tokens = Tokens()
-    planted = fact_turns(args.turns)
-    samples: list[float] = []
-    sent_tokens: list[int] = []
-    history_tokens: list[int] = []
-    budgets: list[int | None] = []
-    found = 0
-    history = 0
-    index = 1
-    for turn in range(1, args.turns + 1):
-        text, code = turn_text(turn, args.turns, planted)
-        start = time.perf_counter()
-        send_chat(session.pk, text, user=user)
-        deadline = start + args.turn_timeout
-        while not ConversationMessage.objects.filter(
-            process_id=process_id, index=index, role="assistant", process__status=Status.IDLE
-        ).exists():
-            if time.perf_counter() > deadline:
-                raise RuntimeError(f"turn {turn}: no reply within {args.turn_timeout}s")
+    steer.send_chat(session_id, text, user=user)
+
+
+class Chat:
+    """One variant's chat, run a chunk of turns at a time (`run`), through the service path of
+    `turn_overhead.py`: `send_chat`, then a poll for the stored reply."""
+
+    def __init__(self, user: Any, project: Any, recorder: Recorder, args: argparse.Namespace):
+        from processes.actions.sessions import create_session
+        from sessions_app.services import FingerprintData
+        from vancetope.llm.tokens import Tokens
+
+        self.user, self.recorder, self.args = user, recorder, args
+        self.session = create_session(
+            user,
+            client_type="cli",
+            project_id=project.public_id,
+            fingerprint=FingerprintData(machine_id="bench-machine", working_dir=str(ROOT)),
+        )
+        assert self.session.chat_process_id is not None
+        self.process_id: int = self.session.chat_process_id
+        self.tokens = Tokens()
+        self.planted = fact_turns(args.turns)
+        self.samples: list[float] = []
+        self.sent_tokens: list[int] = []
+        self.history_tokens: list[int] = []
+        self.budgets: list[int | None] = []
+        self.found = 0
+        self.history = 0
+        self.index = 1
+        self.turn = 0
+
+    def run(self, count: int) -> None:
+        from processes.models import ConversationMessage, ThinkProcess
+        from processes.states import Status
+        from vancetope.llm.base import LlmMessage
+
+        for _ in range(count):
+            self.turn += 1
+            text, code = turn_text(self.turn, self.args.turns, self.planted)
+            start = time.perf_counter()
+            send_chat(self.session.pk, text, user=self.user)
+            deadline = start + self.args.turn_timeout
+            while not ConversationMessage.objects.filter(
+                process_id=self.process_id,
+                index=self.index,
+                role="assistant",
+                process__status=Status.IDLE,
+            ).exists():
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"turn {self.turn}: no reply in {self.args.turn_timeout}s")
+                time.sleep(0.002)
+            self.samples.append(time.perf_counter() - start)
+            self.index += 2
+            sent = self.recorder.last
+            self.sent_tokens.append(self.tokens.messages(sent))
+            rows = ThinkProcess.objects.values_list("last_call", flat=True)
+            last_call = rows.get(pk=self.process_id)
+            self.budgets.append(last_call["budget"] if last_call else None)
+            said = [LlmMessage(role="user", content=text), LlmMessage("assistant", f"echo: {text}")]
+            self.history += self.tokens.messages(said)
+            self.history_tokens.append(self.history)
+            if code and any(code in message.content for message in sent):
+                self.found += 1
+        at_rest = ThinkProcess.objects.filter(pk=self.process_id, lease_owner="")
+        while not at_rest.exists():
             time.sleep(0.002)
-        samples.append(time.perf_counter() - start)
-        index += 2
-        sent = recorder.last
-        sent_tokens.append(tokens.messages(sent))
-        last_call = ThinkProcess.objects.values_list("last_call", flat=True).get(pk=process_id)
-        budgets.append(last_call["budget"] if last_call else None)
-        said = [LlmMessage(role="user", content=text), LlmMessage("assistant", f"echo: {text}")]
-        history += tokens.messages(said)
-        history_tokens.append(history)
-        if code and any(code in message.content for message in sent):
-            found += 1
-    return {
-        "variant": args.variant,
-        "samples": samples,
-        "sent": sent_tokens,
-        "budgets": budgets,
-        "history": history_tokens,
-        "found": found,
-        "compactions": Compaction.objects.filter(process_id=process_id).count(),
-    }
+
+    def result(self) -> dict[str, Any]:
+        from processes.models import Compaction
+
+        return {
+            "variant": self.args.variant,
+            "samples": self.samples,
+            "sent": self.sent_tokens,
+            "budgets": self.budgets,
+            "history": self.history_tokens,
+            "found": self.found,
+            "compactions": Compaction.objects.filter(process_id=self.process_id).count(),
+        }
 
 
 # === parent =======================================================================================
 
 
-def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as scratch:
-        result_file = Path(scratch) / "result.json"
+class Child:
+    """A variant's child process, driven a chunk of turns at a time over its stdin."""
+
+    def __init__(self, variant: str, args: argparse.Namespace, scratch: Path) -> None:
+        self.variant = variant
+        self.result_file = scratch / f"{variant}.json"
+        var_dir = scratch / variant
+        var_dir.mkdir()
         env = {
             **{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")},
-            "VANCETOPE_VAR_DIR": scratch,
+            "VANCETOPE_VAR_DIR": str(var_dir),
             "VANCETOPE_LLM": "scripted",
             "VANCETOPE_LLM_CONTEXT_WINDOW": "0" if variant == "whole" else str(args.window),
             "VANCETOPE_RATE_CHAT": "100000/10 seconds",
@@ -226,22 +270,60 @@ def run_child(variant: str, args: argparse.Namespace) -> dict[str, Any]:
         command = [
             sys.executable, __file__, "--child", "--variant", variant, "--turns", str(args.turns),
             "--window", str(args.window), "--turn-timeout", str(args.turn_timeout),
-            "--result-file", str(result_file),
+            "--result-file", str(self.result_file),
         ]  # fmt: skip
-        print(f"  running {variant} …", file=sys.stderr, flush=True)
-        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
-        if done.returncode != 0 or not result_file.exists():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
-            raise RuntimeError(f"{variant} failed:\n" + "\n".join(tail))
-        result: dict[str, Any] = json.loads(result_file.read_text())
+        self.log = (scratch / f"{variant}.log").open("w+")
+        self.process = subprocess.Popen(
+            command, env=env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self.log, text=True,
+        )  # fmt: skip
+        self.expect("ready")
+
+    def expect(self, word: str) -> None:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if line != word:
+            self.log.seek(0)
+            tail = self.log.read().strip().splitlines()[-12:]
+            raise RuntimeError(f"{self.variant} failed:\n" + "\n".join(tail))
+
+    def run(self, turns: int) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(f"{turns}\n")
+        self.process.stdin.flush()
+        self.expect("ok")
+
+    def finish(self) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write("end\n")
+        self.process.stdin.close()
+        self.process.wait(timeout=120)
+        result: dict[str, Any] = json.loads(self.result_file.read_text())
         return result
+
+
+def run_interleaved(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Every variant's chat, run a chunk at a time in turn (the order rotating), so a change
+    of the machine's load meets every variant alike: their p50s are compared within one run."""
+    with tempfile.TemporaryDirectory() as scratch:
+        print(f"  starting {', '.join(VARIANTS)} …", file=sys.stderr, flush=True)
+        children = [Child(variant, args, Path(scratch)) for variant in VARIANTS]
+        done = 0
+        while done < args.turns:
+            count = min(args.chunk, args.turns - done)
+            shift = (done // args.chunk) % len(children)
+            for child in children[shift:] + children[:shift]:
+                child.run(count)
+            done += count
+            print(f"  {done} turns", file=sys.stderr, flush=True)
+        return {child.variant: child.finish() for child in children}
 
 
 def parent_main(args: argparse.Namespace) -> int:
     from vancetope.llm.assembly import budget_for
     from vancetope.llm.tokens import Tokens
 
-    results = {variant: run_child(variant, args) for variant in VARIANTS}
+    results = run_interleaved(args)
     budget = budget_for(args.window, 4096, None, Tokens()).prompt
     print(
         f"\nlong chat: {args.turns} turns of the default chat (arthur), scripted provider, "
@@ -306,6 +388,9 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--window", type=int, default=8192, help="the model's window, tokens")
     parser.add_argument("--turn-timeout", type=float, default=30.0)
+    parser.add_argument(
+        "--chunk", type=int, default=50, help="turns each variant runs before the next one's"
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a budget is missed")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)

@@ -69,14 +69,16 @@ def test_a_failing_settled_receiver_is_logged_and_the_child_and_its_parent_go_on
 
 
 def test_the_settled_receivers_run_in_the_order_their_apps_connected_them() -> None:
-    # given the apps as INSTALLED_APPS lists them (triggers/ before spaces/)
+    # given the apps as INSTALLED_APPS lists them (inbox/, then triggers/, then spaces/)
     # when the receivers of process_settled are listed
     names = [
         f"{found.__module__}.{found.__qualname__}"
         for found in signals.process_settled._live_receivers(ThinkProcess)[0]
     ]
-    # then a run's end comes before a cron continuation's, and both before a space node's
-    assert names[:3] == [
+    # then a root process's question reaches the inbox first (a run's notice names its
+    # item), a run's end comes before a cron continuation's, and both before a space node's
+    assert names[:4] == [
+        "inbox.receivers.process_settled",
         "triggers.receivers.run_process_settled",
         "triggers.receivers.continuation_settled",
         "spaces.receivers.node_settled",
