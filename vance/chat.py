@@ -113,6 +113,8 @@ class ChatClient:
             # A connection that ended (refused token, unreachable Brain) says how it ended.
             return int((connection if connection in done else done.pop()).result())
         finally:
+            # A reply still drawn live (vance/prose.py) is left whole, the cursor shown again.
+            self.printer.end_stream()
             for task in tasks | self.background:
                 task.cancel()
             if self.ws is not None:

@@ -1,4 +1,5 @@
-"""The inbox in `vance`: items shown inline and as a table, and answers typed as one line."""
+"""The inbox in `vance`: items shown inline (the body as Markdown on a terminal, vance/prose.py)
+and as a table, and answers typed as one line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from vance.prose import Prose
 
 STATUS_STYLES = {"OPEN": "yellow", "ANSWERED": "green", "DISMISSED": "dim", "EXPIRED": "dim"}
 DECISIONS = {"approve", "reject"}
@@ -53,7 +56,7 @@ def inbox_panel(item: dict[str, Any]) -> Panel | Text:
         return line
     parts: list[Any] = [Text(str(item.get("title", "")), style="bold")]
     if item.get("body"):
-        parts.append(Text(str(item["body"])))
+        parts.append(Prose(str(item["body"])))
     if item.get("options"):
         parts.append(Text("options: " + " | ".join(str(o) for o in item["options"]), "cyan"))
     parts.append(Text(f"answer with: {how_to_answer(item)}", style="dim"))

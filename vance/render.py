@@ -13,6 +13,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from vance.inbox import inbox_panel
+from vance.prose import LiveAnswer, PrintedAnswer, Said, stream_answer
 from vance.spaces import space_tree
 from vance.tasktree import TaskTreeFollower
 
@@ -238,8 +239,8 @@ def error_text(data: dict[str, Any], command: str | None = None) -> Text:
 
 
 class EventPrinter:
-    """Shows session events in order. Deltas of one reply are printed as they stream; the
-    stored message then only ends the line (or is printed whole if its deltas were missed)."""
+    """Shows session events in order: a reply's deltas as they stream (Markdown on a terminal,
+    vance/prose.py), ended by its stored message (printed whole if its deltas were missed)."""
 
     def __init__(self, console: Console, *, prompt: bool | None = None) -> None:
         self.console = console
@@ -250,6 +251,7 @@ class EventPrinter:
         self.replaying = False
         self.chat_process_id: str | None = None
         self.streaming: str | None = None  # the process whose reply is being streamed
+        self.answer: LiveAnswer | PrintedAnswer | None = None  # and how it is shown
         # What each process has streamed of its current reply, so a final message replayed
         # after a reconnect is not shown a second time.
         self.streamed: dict[str, str] = {}
@@ -275,10 +277,10 @@ class EventPrinter:
             self.console.file.write("\r\x1b[2K")  # back to the line's start, erase it
             self.prompting = False
 
-    def end_stream(self) -> None:
-        if self.streaming is not None:
-            self.console.print()
-            self.streaming = None
+    def end_stream(self, final: str | None = None) -> None:
+        if self.answer is not None:
+            self.answer.end(final)
+        self.answer = self.streaming = None
 
     def line(self, renderable: Any) -> None:
         self.end_stream()
@@ -312,21 +314,21 @@ class EventPrinter:
 
     def on_chat_delta(self, data: dict[str, Any]) -> None:
         process_id = str(data.get("processId"))
-        if self.streaming != process_id:
+        if self.answer is None or self.streaming != process_id:
             self.end_stream()
             self._clear_prompt()
-            self.console.print(self._prefix(process_id), style="bold cyan", end="")
+            self.answer = stream_answer(self.console, self._prefix(process_id))
             self.streaming = process_id
         text = str(data.get("text", ""))
         self.streamed[process_id] = self.streamed.get(process_id, "") + text
-        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        self.answer.add(text)
 
     def on_chat_message(self, data: dict[str, Any]) -> None:
         process_id = str(data.get("processId"))
         role = data.get("role")
         streamed = self.streamed.pop(process_id, None)
         if role == "assistant" and self.streaming == process_id:
-            self.end_stream()
+            self.end_stream(str(data.get("text", "")))
             self.show_prompt()
             return
         if role == "assistant" and streamed == data.get("text"):
@@ -337,9 +339,7 @@ class EventPrinter:
                 self.line(Text.assemble(("you › ", "bold green"), str(data.get("text", ""))))
             return  # typed here just now: the terminal shows it already
         if role == "assistant":
-            self.line(
-                Text.assemble((self._prefix(process_id), "bold cyan"), str(data.get("text", "")))
-            )
+            self.line(Said(self._prefix(process_id), str(data.get("text", ""))))
         else:
             self.line(Text(f"{process_id} [{role}] {data.get('text', '')}", style="dim"))
 

@@ -250,7 +250,7 @@ def test_inbox_page_lists_the_users_open_items_with_a_form_for_each_kind(alice, 
     assert '<option value="2024">2024</option>' in page
     assert f'action="/inbox/{report.public_id}/dismiss"' in page
     assert f'href="/processes/{origin.public_id}"' in page
-    assert "Tests **pass**." in page
+    assert "Tests <strong>pass</strong>." in page  # the body as Markdown
 
 
 def test_an_item_a_system_run_posted_links_its_run_on_the_inbox_page(alice):

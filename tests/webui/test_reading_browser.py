@@ -117,7 +117,9 @@ def test_the_process_page_reads_as_a_conversation_with_its_runs_and_items(page, 
     expect(page.locator("#chat-log")).to_contain_text("Seven rings")
     for number in range(4):
         say(page, f"note {number}", f"echo: note {number}")
-    say(page, "format this", re.compile(r"^Here is \*\*bold\*\*"))
+    # the chat shows the answer as sanitised Markdown too (tests/webui/test_markdown_browser.py)
+    say(page, "format this", re.compile(r"^Here is bold and a list:"))
+    assert page.evaluate("window.pwned") is None
     chat = page.locator("#interactive").get_attribute("data-chat-process")
     item = post_inbox_item(running.env, chat, "QUESTION", "Which **ring** first?", "Pick *one*.")
     # when the person opens the chat's process page

@@ -1,6 +1,7 @@
 // The interactive page's inbox panel: the user's OPEN items over the session's WebSocket
 // (inbox-list), answered (inbox-answer: an APPROVAL's decision and comment, a QUESTION's option
 // or text) or dismissed (inbox-dismiss) in place; inbox-item events keep it and its count fresh.
+// An item's body is shown as sanitised Markdown (markdown.js), as on the inbox page.
 "use strict";
 
 window.InboxPanel = (function () {
@@ -60,8 +61,7 @@ window.InboxPanel = (function () {
       if (item.body) {
         const body = document.createElement("div");
         body.className = "body";
-        body.textContent = item.body;
-        node.append(body);
+        node.append(window.Markdown.into(body, item.body));
       }
       const buttons = document.createElement("div");
       buttons.className = "buttons";

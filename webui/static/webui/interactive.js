@@ -1,6 +1,7 @@
 // Interactive mode: a WebSocket session (clientType "web", no local tools) speaking
 // docs/protocol.md — chat with streamed replies (each message labelled by who speaks,
-// speakers.js; older ones folded), steer, pause/resume/stop, process-status events, the inbox
+// speakers.js; older ones folded; an answer plain text while it streams, then sanitised
+// Markdown, markdown.js), steer, pause/resume/stop, process-status events, the inbox
 // panel (inbox-list, inbox-answer, inbox-dismiss), task trees (task-tree events, drawn by
 // tasktree.js), Undo (process-undo: the chat's last turn is taken back, its message put back
 // into the input) and the thinking-space branch map (space-get on bind, redrawn from each
@@ -142,7 +143,9 @@
     label.textContent = speaker.label;
     const body = document.createElement("div");
     body.className = "text";
-    body.textContent = text;
+    // An answer is Markdown (sanitised, markdown.js); the rest is shown as it was written.
+    if (role === "assistant" && text) window.Markdown.into(body, text);
+    else body.textContent = text;
     if (speaker.kind === "control") {
       // An order's wording is for the model; it is there, folded, for the curious.
       const fold = document.createElement("details");
@@ -298,7 +301,8 @@
       const item = streaming.get(data.processId) || bubble("assistant", "", data.processId);
       streaming.delete(data.processId);
       item.classList.remove("streaming");
-      item.querySelector(".text").textContent = data.text;
+      // The streamed plain text gives way to the complete answer as Markdown.
+      window.Markdown.into(item.querySelector(".text"), data.text);
       item.dataset.final = "true";
       return;
     }
