@@ -130,6 +130,26 @@ def wake(run: RunLog, at: datetime, detail: str = "") -> bool:
     return statemachine.move(run, from_status, written, record)
 
 
+def wake_latest(process_pk: int, trigger: str, latest: str) -> tuple[RunLog, str] | None:
+    """A person's run that ended blocked goes on when its process wakes (blocked → running,
+    in place, inside the lane's commit): the latest run of the process (`latest`: the WHERE
+    naming it, with the process and trigger as its parameters), if it is blocked. The run and
+    its project's slug, or None. One statement."""
+    from_status, to_status = source(RunCall.WAKE), target(RunCall.WAKE)
+    where = f"{latest} AND {{status}} = %s"
+    found = fastsql.update_returning(
+        RunLog,
+        where,
+        [process_pk, trigger, from_status],
+        {"status": to_status, "finished_at": None},
+        also=[("project_slug", project_slug_sql())],
+    )
+    if not found:
+        return None
+    run = found[0]
+    return run, run.__dict__.pop("project_slug")
+
+
 def store(run: dict[str, Any], status: RunStatus) -> dict[str, Any]:
     """A person's new run, as the lane's commit is about to INSERT it (its fields by name):
     `running`, or already finished by the commit that ends its only turn."""

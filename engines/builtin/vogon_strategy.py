@@ -183,6 +183,10 @@ class Run:
             phase = self.strategy["phases"][index]
             node = {"id": f"phase-{index + 1}", "parentId": "strategy", "kind": "WORKER"}
             node |= {"title": phase.get("title") or phase["name"], "goal": phase["goal"]}
+            if index:
+                # The phases run one after another: each waits for the one before (a client
+                # draws siblings that depend on none of each other as running at once).
+                node["dependsOn"] = [f"phase-{index}"]
             node["status"] = NODE_STATUS.get(record["status"], record["status"])
             for key in ("processId", "result", "error", "startedAt", "finishedAt"):
                 if record.get(key):

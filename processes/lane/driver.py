@@ -354,7 +354,8 @@ class Run:
             return []
         # Its start is taken before the move is recorded, so that the move falls in the wake.
         started_at = timezone.now()
+        woke_from = str(self.process.status)
         event = lease_transition(self.process, self.lease, Call.TURN, Status.RUNNING)
         self.started = True
-        self.wake = wake_listeners.Wake(self.process, started_at)
+        self.wake = wake_listeners.Wake(self.process, started_at, woke_from=woke_from)
         return [event]

@@ -31,6 +31,8 @@ class Wake:
     llm_calls: int = 0
     # What a receiver keeps of this wake between its commits (triggers/: its run log is stored).
     stored: dict[str, int] = field(default_factory=dict)
+    # The status the process woke from (BLOCKED: a question answered, a provider back).
+    woke_from: str = ""
 
 
 def committed(

@@ -111,6 +111,13 @@ def test_three_phases_stop_at_a_failing_gate_that_names_its_condition(alice, scr
         'phase review: gate failed at phases[1].gate.all[0]: verdict == "pass" (actual: "fail")'
     )
     assert phases(done) == [("collect", "DONE"), ("review", "FAILED"), ("publish", "PENDING")]
+    # and its task tree says the phases run one after another (no client draws them at once)
+    tree = done.engine_state["taskTree"]["nodes"]
+    assert [(n["id"], n.get("dependsOn")) for n in tree if n["kind"] == "WORKER"] == [
+        ("phase-1", None),
+        ("phase-2", ["phase-1"]),
+        ("phase-3", ["phase-2"]),
+    ]
     # the third phase never started: two workers, the review's with the phase's goal filled in
     collect, review = children(done)
     assert review.goal == "review these facts: 9 moons"

@@ -163,6 +163,42 @@ def test_a_wake_whose_provider_fails_is_a_blocked_run_with_why(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_run_that_blocked_goes_on_when_its_process_wakes_and_ends_as_it_ends(
+    alice: Any, lane_here: list[int], script, settings
+):
+    # given a chat whose provider fails every try of its message: its run ends blocked
+    settings.VANCETOPE_TURN_RETRY_SECONDS = 0.001
+    script([{"match": "hello", "times": 3, "error": "boom"}])
+    session = open_service_session(alice)
+    chat_id = chat_process_of(session)
+    steer.send_chat(session.pk, "hello")
+    drive_lane(chat_id)
+    [blocked] = RunLog.objects.filter(process_id=chat_id)
+    assert (blocked.status, blocked.tasks_blocked) == (RunStatus.BLOCKED, 1)
+    # when the provider is back and the process wakes (its message was kept)
+    steer.send_chat(session.pk, "again")
+    drive_lane(chat_id)
+    # then the same run went on and ended completed, counting both wakes' work; before, it
+    # stayed "blocked, waiting" beside a new run, after the process had answered
+    [run] = RunLog.objects.filter(process_id=chat_id)
+    assert run.pk == blocked.pk
+    assert ThinkProcess.objects.get(pk=chat_id).status == Status.IDLE
+    assert (run.status, run.tasks_blocked, run.blocked_reasons) == (RunStatus.COMPLETED, 0, [])
+    assert run.tasks_executed == 2
+    assert run.finished_at is not None
+    # and its session heard it go on and end
+    announced = [
+        event.data["run"]["status"]
+        for event in SessionEvent.objects.filter(session=session, event="run").order_by("seq")
+    ]
+    assert announced[-2:] == ["running", "completed"]
+    # and a later wake from IDLE is a run of its own
+    steer.send_chat(session.pk, "once more")
+    drive_lane(chat_id)
+    assert RunLog.objects.filter(process_id=chat_id).count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_system_sessions_processes_write_no_user_run(alice: Any, lane_here: list[int]):
     # given a system session's chat process
     session = open_service_session(alice, "cron", system=True)

@@ -45,6 +45,8 @@ RUN_PARAM = "runId"
 # The wake is a cron job's bounded continuation (processes/lane/quota.py), not a person's.
 CONTINUED = "continued"
 STORED = "runLog"
+# Set when the wake goes on with the run its process had blocked in.
+WOKEN = "woken"
 
 # Notifications sent for a process's run before its run log is stored (an approval posted in
 # the run's first turn), by root process: the commit that stores the run counts them and links
@@ -74,16 +76,30 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
     if status == Status.RUNNING:
         if stored:
             return []
+        woken = _wake_blocked_run(wake)
+        if woken is not None:
+            return [run_events.person_run_event(*woken)]
         run, slug = _insert(wake, facts, RunStatus.RUNNING, {})
         wake.stored[STORED] = run.pk
         return [run_events.person_run_event(run, slug)]
     to_status, changes = outcome(process, status, reason)
-    changes.update(
-        tasks_executed=wake.turns,
-        tokens_used=wake.tokens,
-        llm_calls=wake.llm_calls,
-        finished_at=timezone.now(),
-    )
+    if WOKEN in wake.stored:
+        # The run the process blocked in goes on: this wake's work adds to it, and what it
+        # waited for is no longer what it ends with.
+        changes.setdefault("tasks_blocked", 0)
+        changes.setdefault("blocked_reasons", [])
+        counts: dict[str, Any] = {
+            "tasks_executed": fastsql.Add(wake.turns),
+            "tokens_used": fastsql.Add(wake.tokens),
+            "llm_calls": fastsql.Add(wake.llm_calls),
+        }
+    else:
+        counts = {
+            "tasks_executed": wake.turns,
+            "tokens_used": wake.tokens,
+            "llm_calls": wake.llm_calls,
+        }
+    changes.update(counts, finished_at=timezone.now())
     if not stored:
         run, slug = _insert(wake, facts, to_status, changes)
     else:
@@ -95,6 +111,22 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         run, slug = rested
         _link(notices, run.pk)
     return [run_events.person_run_event(run, slug)]
+
+
+def _wake_blocked_run(wake: Wake) -> tuple[RunLog, str] | None:
+    """A process that woke from BLOCKED (its question answered, its provider back): its latest
+    run, if that one ended blocked, goes on (blocked → running, in place) instead of a new run
+    starting, so a finished process's run does not stay "blocked" for ever. One statement, and
+    none for a wake from IDLE (every chat turn)."""
+    if wake.woke_from != Status.BLOCKED:
+        return None
+    process = wake.process
+    woken = transitions.wake_latest(process.pk, TriggerType.USER, LATEST_RUN)
+    if woken is None:
+        return None
+    wake.stored[STORED] = woken[0].pk
+    wake.stored[WOKEN] = 1
+    return woken
 
 
 def _link(notices: list[int], run_pk: int) -> None:
