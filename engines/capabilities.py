@@ -275,9 +275,18 @@ class Processes(Protocol):
 
 
 class Inbox(Protocol):
-    def post(self, *, kind: str, title: str, body: str, options: list[str] | None = None) -> str:
+    def post(
+        self,
+        *,
+        kind: str,
+        title: str,
+        body: str,
+        options: list[str] | None = None,
+        asked_by: str = "",
+    ) -> str:
         """Post an item (kind OUTPUT_TEXT, APPROVAL or QUESTION) for the session's user; its
-        id (inb_N). The answer comes back later as an InboxAnswer message."""
+        id (inb_N). The answer comes back later as an InboxAnswer message. `asked_by`: the
+        process (tp_N) whose question this is, when the engine passes a worker's on."""
         ...
 
 

@@ -24,9 +24,17 @@ class InboxAccess:
     def __init__(self, process: ThinkProcess) -> None:
         self._process = process
 
-    def post(self, *, kind: str, title: str, body: str, options: list[str] | None = None) -> str:
+    def post(
+        self,
+        *,
+        kind: str,
+        title: str,
+        body: str,
+        options: list[str] | None = None,
+        asked_by: str = "",
+    ) -> str:
         """The new item's public id (inb_N)."""
-        return post_item(self._process, kind, title, body, options).public_id
+        return post_item(self._process, kind, title, body, options, asked_by=asked_by).public_id
 
 
 def may_post(process: ThinkProcess, engine_default: Iterable[str]) -> bool:

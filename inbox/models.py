@@ -67,6 +67,9 @@ class InboxItem(models.Model):
     # Posted by the Brain for a root process that asked its parent, which it has not
     # (inbox/asking.py): the answer reaches it as a steer, as a parent passes one on.
     answer_as_steer = models.BooleanField(default=False)
+    # The process whose question it is when another posted it for it (arthur or vogon passing
+    # a worker's question on, whose answer they pass down): tp_N; "" when the poster asked.
+    asked_by = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -27,6 +27,8 @@ def item_data(item: InboxItem) -> dict[str, Any]:
         if item.origin_public_id.startswith("tp_")
         else None,
         "originRunId": item.origin_public_id if item.origin_public_id.startswith("run_") else None,
+        # The process whose question it is, when its parent posted it (null: the poster's own).
+        "askedBy": item.asked_by or None,
         "originDelivered": item.origin_delivered,
         "originNote": item.origin_note or None,
         "projectId": item.project.public_id,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from inbox import signals, transitions
@@ -61,9 +61,10 @@ def get_visible_item(user: Any, item_id: str) -> InboxItem:
 def filtered_items(
     user: Any, *, status: str | None = None, kind: str | None = None, process: str | None = None
 ) -> QuerySet[InboxItem]:
-    """The user's items, newest first, by status, kind and origin process (tp_N, also one
-    whose row is gone); a value that names none of them is a 400, an empty one (`?kind=`)
-    too: only an absent filter (None) is no filter."""
+    """The user's items, newest first, by status, kind and process (tp_N: the one that posted
+    it or asked it through its parent, also one whose row is gone); a value that names none
+    of them is a 400, an empty one (`?kind=`) too: only an absent filter (None) is no
+    filter."""
     rows = visible_items(user)
     if status is not None:
         if status not in InboxStatus.values:
@@ -80,7 +81,7 @@ def filtered_items(
             raise BadRequest.naming(
                 "process", f"must be a process id like tp_12, not {process!r}"
             ) from exc
-        rows = rows.filter(origin_public_id=f"tp_{pk}")
+        rows = rows.filter(Q(origin_public_id=f"tp_{pk}") | Q(asked_by=f"tp_{pk}"))
     return rows.order_by("-pk")
 
 
@@ -97,6 +98,7 @@ def post_item(
     default_action: dict[str, Any] | None = None,
     user: Any = None,
     answer_as_steer: bool = False,
+    asked_by: str = "",
 ) -> InboxItem:
     """A new OPEN item of the process's session's owner (or of `user`: the person a system
     run works for), announced to their open sessions. A kind, title, option or default
@@ -105,6 +107,7 @@ def post_item(
     session = process.session
     item = _checked_item(kind, title, body, options, expires_at, default_action)
     item.answer_as_steer = answer_as_steer
+    item.asked_by = asked_by if asked_by != process.public_id else ""
     item.project_id = session.project_id
     item.user_id = user.pk if user is not None else session.owner_id
     item.origin_process = process

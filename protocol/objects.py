@@ -260,6 +260,9 @@ class InboxItemObject(Outgoing):
     # linker's APPROVAL), whose run is originRunId.
     originProcessId: str | None
     originRunId: str | None
+    # The process whose question it is, when its parent posted it for it (arthur or vogon
+    # passing a worker's question on); null when the poster asked.
+    askedBy: str | None
     # Null until there is an answer to deliver; false with originNote when it reached no
     # process.
     originDelivered: bool | None

@@ -318,7 +318,9 @@ class Arthur(ThinkEngine):
     ) -> None:
         kind, title = ("APPROVAL", f"{child} asks for approval") if approval else ("QUESTION", "")
         try:
-            item = ctx.inbox.post(kind=kind, title=title or f"{child} asks", body=question)
+            item = ctx.inbox.post(
+                kind=kind, title=title or f"{child} asks", body=question, asked_by=child
+            )
         except CapabilityNotAvailable:
             state["asking"] = child
             if ctx.settings.get("reportTo") != "user":

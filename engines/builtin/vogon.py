@@ -206,7 +206,9 @@ class Vogon(ThinkEngine):
         asking: dict[str, Any] = {"processId": child, "question": question}
         try:
             title = f"{child} asks"
-            asking["itemId"] = ctx.inbox.post(kind="QUESTION", title=title, body=question)
+            asking["itemId"] = ctx.inbox.post(
+                kind="QUESTION", title=title, body=question, asked_by=child
+            )
         except CapabilityNotAvailable:
             pass  # asked through the parent
         run.state["asking"] = asking

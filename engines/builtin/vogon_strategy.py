@@ -181,7 +181,11 @@ class Run:
         nodes = [root]
         for index, record in enumerate(self.state["phases"]):
             phase = self.strategy["phases"][index]
-            node = {"id": f"phase-{index + 1}", "parentId": "strategy", "kind": "WORKER"}
+            node: dict[str, Any] = {
+                "id": f"phase-{index + 1}",
+                "parentId": "strategy",
+                "kind": "WORKER",
+            }
             node |= {"title": phase.get("title") or phase["name"], "goal": phase["goal"]}
             if index:
                 # The phases run one after another: each waits for the one before (a client

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from inbox.models import InboxItem
-from inbox.services import do_answer
+from inbox.services import do_answer, filtered_items
 from processes.actions import steer
 from processes.actions.sessions import create_session
 from processes.models import ThinkProcess
@@ -131,6 +132,17 @@ def test_a_workers_question_becomes_an_inbox_question_whose_answer_goes_back_to_
     item = wait_until(lambda: InboxItem.objects.filter(kind="QUESTION").first())
     [marvin] = ThinkProcess.objects.filter(parent_id=session.chat_process_id)
     assert (item.body, item.origin_process_id) == ("Which colour?", session.chat_process_id)
+    # and it names marvin as the one that asked: the item is found by marvin's id, and marvin's
+    # page lists it, posted for it by arthur (before: "from tp_1", and marvin's page said it
+    # posted nothing)
+    assert item.asked_by == marvin.public_id
+    assert [i.pk for i in filtered_items(alice.user, process=marvin.public_id)] == [item.pk]
+    browser = Client()
+    browser.force_login(alice.user)
+    page = browser.get(f"/processes/{marvin.public_id}").content.decode()
+    assert f'posted for it by <a href="/processes/tp_{session.chat_process_id}"' in page
+    inbox = browser.get("/inbox/").content.decode()
+    assert f'from <a href="/processes/{marvin.public_id}">{marvin.public_id}</a>, through' in inbox
     wait_until(lambda: any(item.public_id in text for text in said(session, "assistant")))
     # and the person's answer goes back to marvin, which finishes, and arthur says so
     answered = do_answer(alice.user, item.public_id, {"text": "blue"})

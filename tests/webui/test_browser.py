@@ -205,7 +205,7 @@ def test_dashboard_filters_by_status_and_opens_the_suspended_chat(page):
     expect(page.locator("#task-tree")).to_contain_text("no task tree")
     expect(page.locator("#process-calls button")).to_have_text(["Resume", "Reset", "Stop"])
     expect(page.locator("#runs .run-row").first.locator(".run-trigger")).to_have_text("user")
-    expect(page.locator("#inbox")).to_contain_text("This process posted no inbox items.")
+    expect(page.locator("#inbox")).to_contain_text("This process posted or asked no inbox items.")
     screenshot(page, "process-desktop")
     at_width(page, PHONE, "process-phone")
 

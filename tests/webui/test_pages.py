@@ -144,7 +144,7 @@ def test_process_page_shows_the_conversation_and_the_task_tree(alice):
     assert f'href="/interactive/?process=tp_{chat_id}"' in page
     # the chat's own run is a row of the run logs; no inbox item is posted
     assert 'class="run-row"' in page
-    assert "This process posted no inbox items." in page
+    assert "This process posted or asked no inbox items." in page
 
 
 def test_process_page_hands_its_tree_to_the_drawing_and_lists_its_sub_processes(alice):

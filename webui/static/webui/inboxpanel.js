@@ -56,7 +56,15 @@ window.InboxPanel = (function () {
       origin.href = (item.originProcessId ? "/processes/" : "/runs/") + encodeURIComponent(from);
       origin.textContent = from;
       const facts = document.createElement("small");
-      facts.append(" " + item.id + " · " + item.kind + " · from ", origin);
+      if (item.askedBy) {
+        // A worker's question its parent posted: from the worker, through the parent.
+        const asker = document.createElement("a");
+        asker.href = "/processes/" + encodeURIComponent(item.askedBy);
+        asker.textContent = item.askedBy;
+        facts.append(" " + item.id + " · " + item.kind + " · from ", asker, ", through ", origin);
+      } else {
+        facts.append(" " + item.id + " · " + item.kind + " · from ", origin);
+      }
       node.append(title, facts);
       if (item.body) {
         const body = document.createElement("div");
