@@ -27,6 +27,18 @@ ASKS = {
     "tasks": [{"kind": "USER_INPUT", "title": "Scope", "goal": "Which ${input.topic}?"}],
 }
 
+ASKING_PLAN = [
+    {
+        "name": "plan_tasks",
+        "arguments": {
+            "tasks": [
+                {"kind": "USER_INPUT", "title": "Colour", "goal": "Which colour?"},
+                {"kind": "AGGREGATE", "title": "Report"},
+            ]
+        },
+    }
+]
+
 if not CHROMIUM.exists():
     pytest.skip(
         "browser tests need Debian's Chromium at /usr/bin/chromium", allow_module_level=True
@@ -39,7 +51,11 @@ pytestmark = pytest.mark.embedded_brain
 @pytest.fixture(scope="module")
 def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Brain, str]]:
     var_dir = tmp_path_factory.mktemp("timeline-brain")
-    env = brain_env(var_dir, VANCETOPE_LLM="scripted")
+    # The echo, but a deep think's plan asks the person first (a USER_INPUT node), in a turn
+    # of the lane's: its run ends blocked.
+    script = var_dir / "script.yaml"
+    script.write_text(json.dumps([{"engine": "marvin", "step": "plan", "tool_calls": ASKING_PLAN}]))
+    env = brain_env(var_dir, VANCETOPE_LLM="scripted", VANCETOPE_LLM_SCRIPT=str(script))
     token = bootstrap(env)
     subprocess.run(
         [
@@ -160,3 +176,35 @@ def test_a_blocked_runs_notification_is_counted_unread_and_marked_all_read(page,
     expect(page.locator("#read-all")).to_have_count(0)
     assert running.get("/api/notifications?unread=true", token)["count"] == 0
     assert re.search(r"Marked \d+ read\.", page.locator("main").inner_text())
+
+
+def test_the_run_of_a_process_that_asked_and_then_finished_reads_completed(page, brain):
+    # given a person's deep think (over REST, a root process) that asks a question first
+    running, token = brain
+    client = running.socket(token)
+    created = client.request(
+        "session-create",
+        {"clientType": "web", "projectId": "proj_default", "fingerprint": FINGERPRINT},
+    )
+    session_id = created["data"]["session"]["id"]
+    body = {"session": session_id, "recipe": "deep-think", "goal": "chart"}
+    process_id = post_json(running, "/api/processes", token, body)["id"]
+
+    def runs() -> list[dict[str, Any]]:
+        return running.get(f"/api/runs?process={process_id}", token)["results"]
+
+    wait_until(lambda: runs() and runs()[0]["status"] == "blocked")
+    # when the person answers its question in the inbox, and it goes on to the end
+    items = running.get(f"/api/inbox?process={process_id}", token)["results"]
+    assert [item["kind"] for item in items] == ["QUESTION"]
+    post_json(running, f"/api/inbox/{items[0]['id']}/answer", token, {"answer": {"text": "blue"}})
+    wait_until(lambda: running.get(f"/api/processes/{process_id}", token)["status"] == "CLOSED")
+    # then its run went on and reads completed (before: "blocked · waiting for a person" for
+    # ever, beside a second run), with the question and its answer on its timeline
+    wait_until(lambda: runs()[0]["status"] == "completed")
+    [run] = runs()
+    page.goto(f"/runs/{run['id']}")
+    expect(page.locator("#run")).to_have_attribute("data-status", "completed")
+    expect(page.locator("main")).not_to_contain_text("waiting for a person")
+    expect(page.locator("#moments")).to_contain_text("BLOCKED → RUNNING")
+    client.close()

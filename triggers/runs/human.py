@@ -73,12 +73,15 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         _add_to_root_run(process, wake)
         return []
     stored = wake.stored.get(STORED)
+    if not stored:
+        woken = _wake_blocked_run(wake)
+        if woken is not None:
+            stored = woken[0].pk
+            if status == Status.RUNNING:
+                return [run_events.person_run_event(*woken)]
     if status == Status.RUNNING:
         if stored:
             return []
-        woken = _wake_blocked_run(wake)
-        if woken is not None:
-            return [run_events.person_run_event(*woken)]
         run, slug = _insert(wake, facts, RunStatus.RUNNING, {})
         wake.stored[STORED] = run.pk
         return [run_events.person_run_event(run, slug)]
