@@ -7,6 +7,9 @@ of the SDK's pieces with the person and the agent in its scope:
     GET  /a2a/<project>/<recipe>/.well-known/agent-card.json   the agent's card
     POST /a2a/<project>/<recipe>                                JSON-RPC (1.0 and 0.3 methods)
 
+A request's body is read only up to VANCETOPE_MAX_FRAME_BYTES (as a WebSocket frame): a
+longer one is a 413 with REST's error body, before it is read whole.
+
 Every path outside `/a2a/` goes to the wrapped application untouched.
 """
 
@@ -21,6 +24,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from django.conf import settings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -107,4 +111,54 @@ class A2aEndpoint:
         except NotFound as exc:
             await refuse(send, 404, "not-found", exc.message)
             return
-        await self.agents({**scope, PERSON: user, AGENT: agent}, receive, send)
+        body = await bounded_body(scope, receive)
+        if body is None:
+            limit = settings.VANCETOPE_MAX_FRAME_BYTES
+            await refuse(
+                send,
+                413,
+                "too-large",
+                f"the request body is over {limit} bytes (VANCETOPE_MAX_FRAME_BYTES, as for a "
+                "WebSocket frame)",
+            )
+            return
+        await self.agents({**scope, PERSON: user, AGENT: agent}, replay(body, receive), send)
+
+
+async def bounded_body(scope: Scope, receive: Any) -> bytes | None:
+    """The request's body, read up to VANCETOPE_MAX_FRAME_BYTES; None when it is longer (said
+    by its Content-Length, before anything is read, or found while reading a chunked one):
+    a body of any size is never held."""
+    limit = int(settings.VANCETOPE_MAX_FRAME_BYTES)
+    declared = dict(scope.get("headers") or []).get(b"content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # the client went away: the SDK sees what came
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Any) -> Any:
+    """A `receive` that gives the body read already, then the client's own messages (its
+    disconnect, which a stream of events waits for)."""
+    sent = False
+
+    async def replayed() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        message: dict[str, Any] = await receive()
+        return message
+
+    return replayed

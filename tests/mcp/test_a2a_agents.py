@@ -337,3 +337,40 @@ def test_the_reply_to_an_answer_is_the_state_it_led_to_not_the_question_it_answe
     assert replied["id"] == asked["id"]
     assert replied["status"]["state"] == "completed", replied["status"]
     assert "Saturn, in blue." in replied["artifacts"][0]["parts"][0]["text"]
+
+
+def test_a_body_over_the_frame_limit_is_a_413_before_it_is_read_and_nothing_is_stored(
+    alice, settings
+):
+    # given the frame limit at 64 kB
+    settings.VANCETOPE_MAX_FRAME_BYTES = 64 * 1024
+    with a2a_brain() as base:
+        agent = f"{base}/a2a/{alice.project_id}/deep-think"
+        goal = "x" * (200 * 1024)
+        message = {"role": "user", "messageId": "big", "parts": [{"kind": "text", "text": goal}]}
+        headers = {"Authorization": f"Bearer {alice.token}"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        # when a member posts a message/send of 200 kB, with its length and chunked
+        sized = httpx.post(agent, json=body, headers=headers, timeout=30)
+
+        def chunks():
+            raw = json.dumps(body).encode()
+            for start in range(0, len(raw), 8192):
+                yield raw[start : start + 8192]
+
+        chunked = httpx.post(agent, content=chunks(), headers=headers, timeout=30)
+        # and a small one still works
+        small = rpc(
+            agent,
+            alice.token,
+            "message/send",
+            {"message": {**message, "parts": [{"kind": "text", "text": "hi"}]}},
+        )
+    # then both big ones are a 413 with REST's body naming the limit; no process was made
+    for answer in (sized, chunked):
+        assert answer.status_code == 413, answer.text[:300]
+        assert answer.json()["error"] == "too-large"
+        assert "65536 bytes" in answer.json()["message"]
+    assert small.status_code == 200
+    assert "result" in small.json()
+    assert not ThinkProcess.objects.filter(goal__startswith="xxx").exists()
