@@ -26,7 +26,8 @@ from vance.exits import EXIT_AUTH, EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 from vance.fingerprint import Fingerprint
 from vance.lines import LineRouter, is_yes
 from vance.local_tools import TOOL_SPECS, Workspace
-from vance.render import EventPrinter, drift_panel, error_text, queued_note
+from vance.notes import drift_panel, queued_note
+from vance.render import EventPrinter, error_text
 from vance.slash import run_slash_command
 from vance.tool_calls import ToolCalls
 
@@ -299,7 +300,9 @@ class ChatClient:
         self.console.print(
             f"Create a new session in {self.fingerprint.working_dir}? [Y/n] ", end="", markup=False
         )
-        return is_yes(await self.router.ask(), default=True)
+        answer = await self.router.ask()
+        self.printer.typed()
+        return is_yes(answer, default=True)
 
     async def _create_session(self) -> None:
         data: dict[str, Any] = {
@@ -359,6 +362,9 @@ class ChatClient:
         # Where each process stands now (the missed events may end before the resume's own).
         for process in data.get("processes") or []:
             self.printer.statuses[str(process.get("id"))] = str(process.get("status"))
+            self.printer.progress.known(
+                str(process.get("id")), str(process.get("status")), process.get("closeReason")
+            )
         self._remember()
 
     # --- events ----------------------------------------------------------------------------------

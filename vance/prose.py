@@ -5,10 +5,14 @@ a TTY, or FORCE_COLOR / TTY_COMPATIBLE set), the one that already turns colour a
 prompt on or off.
 
 A streamed answer on a terminal is drawn again as it grows (`LiveAnswer`): its last
-screenful while it streams, then the whole of it, once, when it is complete."""
+screenful while it streams, then the whole of it, once, when it is complete.
+
+HTML in the Markdown is read as text (`TextMarkdown`): a terminal draws no HTML, and rich leaves
+out a tag it does not know, so `Saturn: 95 <moons>` would lose its `<moons>`."""
 
 from __future__ import annotations
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -21,6 +25,17 @@ PREFIX_STYLE = "bold cyan"
 # How often a streaming answer is drawn again: enough to read along, seldom enough that a long
 # answer's Markdown is not parsed again for every word.
 REDRAWS_PER_SECOND = 8
+# rich's Markdown parser (CommonMark, tables, strikethrough) with HTML left as text.
+PARSER = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+
+
+class TextMarkdown(Markdown):
+    """rich's Markdown, its HTML shown as written (the module docstring)."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__("")
+        self.markup = markup
+        self.parsed = PARSER.parse(markup)
 
 
 class Prose:
@@ -30,7 +45,7 @@ class Prose:
         self.text = text
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Markdown(self.text) if options.is_terminal else Text(self.text)
+        yield TextMarkdown(self.text) if options.is_terminal else Text(self.text)
 
 
 class Said:
@@ -49,7 +64,7 @@ class Said:
         grid = Table.grid()
         grid.add_column(no_wrap=True)
         grid.add_column()
-        grid.add_row(Text(self.prefix, style=self.prefix_style), Markdown(self.text))
+        grid.add_row(Text(self.prefix, style=self.prefix_style), TextMarkdown(self.text))
         yield grid
 
 

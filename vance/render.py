@@ -8,13 +8,14 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.panel import Panel
 from rich.table import Column, Table
 from rich.text import Text
+from rich.tree import Tree
 
 from vance.inbox import inbox_panel
+from vance.progress import WorkerProgress
 from vance.prose import LiveAnswer, PrintedAnswer, Said, stream_answer
-from vance.spaces import space_tree
+from vance.spaces import ShownRevisions, space_tree
 from vance.tasktree import TaskTreeFollower
 
 STATUS_STYLES = {
@@ -259,11 +260,16 @@ class EventPrinter:
         # Inbox items as last seen (events, /inbox), so /answer knows each one's kind.
         self.inbox_items: dict[str, dict[str, Any]] = {}
         self.trees = TaskTreeFollower()
+        self.progress = WorkerProgress(console, self.line, self._redraw)  # workers, per tree
+        self.spaces = ShownRevisions()  # the space revisions printed
         # The /command being run: a refusal names it.
         self.command: str | None = None
 
     def show_prompt(self) -> None:
-        """`you › ` on the line where the user types, unless a reply is streaming there."""
+        """`you › ` on the line where the user types, unless a reply is streaming there; the
+        progress lines of trees at work just above it (vance/progress.py)."""
+        if self.streaming is None:
+            self.progress.drop()
         if self.prompt and not self.prompting and self.streaming is None:
             self.console.print(PROMPT, style="bold green", end="")
             self.prompting = True
@@ -271,6 +277,7 @@ class EventPrinter:
     def typed(self) -> None:
         """The user ended a line: the prompt's line is theirs now."""
         self.prompting = False
+        self.progress.scrolled()
 
     def _clear_prompt(self) -> None:
         if self.prompting:
@@ -282,11 +289,19 @@ class EventPrinter:
             self.answer.end(final)
         self.answer = self.streaming = None
 
-    def line(self, renderable: Any) -> None:
+    def line(self, renderable: Any = None) -> None:
+        """Print a line (None: only draw the progress lines again, in place)."""
         self.end_stream()
         self._clear_prompt()
-        self.console.print(renderable)
+        self.progress.lift()
+        if renderable is not None:
+            self.console.print(renderable)
         self.show_prompt()
+
+    def _redraw(self) -> None:
+        """The progress lines changed: drawn again now, or when the streaming reply ends."""
+        if self.streaming is None:
+            self.line()
 
     def error(self, data: dict[str, Any]) -> None:
         """A refusal of the Brain, naming the /command that asked (if one did)."""
@@ -317,6 +332,7 @@ class EventPrinter:
         if self.answer is None or self.streaming != process_id:
             self.end_stream()
             self._clear_prompt()
+            self.progress.lift()
             self.answer = stream_answer(self.console, self._prefix(process_id))
             self.streaming = process_id
         text = str(data.get("text", ""))
@@ -348,6 +364,9 @@ class EventPrinter:
         status = data.get("status")
         previous = self.statuses.get(process_id)
         self.statuses[process_id] = str(status)
+        drift = bool(data.get("contextDrift"))
+        if self.progress.status(process_id, str(status), data.get("closeReason"), drift):
+            return  # a worker's: its tree's progress line tells it
         if previous == status:
             return  # shown already, from the reply to the call that changed it
         routine = status in ROUTINE_CHAT_STATUSES
@@ -366,8 +385,11 @@ class EventPrinter:
         self.line(line)
 
     def on_task_tree(self, data: dict[str, Any]) -> None:
-        for shown in self.trees.update(str(data.get("processId")), data.get("tree")):
-            self.line(shown)
+        process_id, tree = str(data.get("processId")), data.get("tree")
+        shown = self.trees.update(process_id, tree)
+        for each in shown:
+            self.line(each)
+        self.progress.tree(process_id, tree, whole=any(isinstance(s, Tree) for s in shown))
 
     def on_inbox_item(self, data: dict[str, Any]) -> None:
         item = data.get("item") or {}
@@ -403,8 +425,10 @@ class EventPrinter:
         self.line(line)
 
     def on_space_state(self, data: dict[str, Any]) -> None:
-        """The thinking space changed (branches suggested, split, returned): its tree."""
-        self.line(space_tree(data.get("space") or {}))
+        """The thinking space changed (branches suggested, split, returned): its tree, once a
+        revision (the reply to the command that changed it may have shown it)."""
+        if self.spaces.is_new(data.get("space") or {}):
+            self.line(space_tree(data.get("space") or {}))
 
     def on_session_status(self, data: dict[str, Any]) -> None:
         self.line(Text(f"· session {data.get('status')}", style="dim"))
@@ -414,37 +438,3 @@ class EventPrinter:
         self.line(
             Text(f"⚙ {data.get('processId')} calls {data.get('tool')}({arguments[:200]})", "blue")
         )
-
-
-def drift_panel(drifted: list[dict[str, Any]], original_dir: str, working_dir: str) -> Panel:
-    """The processes a resume from another working directory left SUSPENDED, and what to do."""
-    lines = [
-        f"This session was started in {original_dir}; you are in {working_dir}. Its processes' "
-        "tool results may point at other files now, so they stay SUSPENDED until you decide "
-        "for each:",
-    ]
-    for process in drifted:
-        pid = process["id"]
-        lines.append(
-            f"  {pid} ({process.get('thinkEngine')}: {process.get('goal') or 'chat'}) — "
-            f"/resume {pid} (at your own risk), /stop {pid}, or /reset {pid}"
-        )
-    lines.append("Outside the chat: vance resume|stop|reset tp_N.")
-    return Panel(
-        Text("\n".join(lines)), title="context drift", title_align="left", border_style="yellow"
-    )
-
-
-def queued_note(accepted: dict[str, Any], status: str | None) -> Text | None:
-    """What a chat-accepted reply means when the message is not answered now: it waits for
-    /resume (the chat process is PAUSED), or behind others."""
-    process_id = str(accepted.get("processId"))
-    pending = int(accepted.get("pending") or 0)
-    if status == "PAUSED":
-        return Text(
-            f"queued: {process_id} is PAUSED ({pending} pending); /resume to have it answered",
-            style="yellow",
-        )
-    if pending > 1:
-        return Text(f"queued behind {pending - 1} message(s) of {process_id}", style="dim")
-    return None

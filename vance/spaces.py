@@ -70,6 +70,26 @@ def space_tree(space: dict[str, Any]) -> Tree:
     return tree
 
 
+class ShownRevisions:
+    """The newest revision of each space the chat printed. A change comes twice, as the reply
+    to the command that made it and as the `space-state` event every session of the space gets
+    (and a resume replays events): each revision is printed once, and none older than one
+    printed (a space's whole state at a revision: an older one is out of date)."""
+
+    def __init__(self) -> None:
+        self.revisions: dict[str, int] = {}
+
+    def is_new(self, space: dict[str, Any]) -> bool:
+        """Whether `space` is a revision not printed yet (and now counted as printed)."""
+        space_id, revision = str(space.get("id")), space.get("revision")
+        if not isinstance(revision, int):
+            return True
+        if revision <= self.revisions.get(space_id, -1):
+            return False
+        self.revisions[space_id] = revision
+        return True
+
+
 async def space_command(chat: ChatClient, rest: str) -> None:
     words = rest.split(" ", 2)
     verb = words[0] if words and words[0] else ""
@@ -103,8 +123,12 @@ async def space_command(chat: ChatClient, rest: str) -> None:
 
 
 async def show(chat: ChatClient, kind: str, data: dict[str, Any]) -> None:
+    """The space the reply carries: always for `/space` (asked to be shown), else unless its
+    revision was printed already (its space-state event came first)."""
     reply = await chat.request(kind, data)
     if reply["type"] == "error":
         chat.printer.error(reply["data"])
-    else:
-        chat.printer.line(space_tree(reply["data"]["space"]))
+        return
+    space = reply["data"]["space"]
+    if chat.printer.spaces.is_new(space) or kind == "space-get":
+        chat.printer.line(space_tree(space))

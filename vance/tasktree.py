@@ -8,7 +8,9 @@ the chat under copies of a tree of fifty nodes. A rich `Live` region that redraw
 fight the streamed replies and the line being typed (both write to the same terminal), so the chat
 prints the tree whole only when it first sees it, when its shape changes (a plan added nodes) and
 once when every node has finished; in between, one line per node whose status changed
-(`✓ tp_4 n3 Research — DONE 2.1s`). `/tree` prints a process's current tree at any time.
+(`✓ tp_4 n3 Research — DONE 2.1s`), except a worker's that has not finished (RUNNING, BLOCKED):
+those are told by the tree's progress line (vance/progress.py). `/tree` prints a process's
+current tree at any time.
 """
 
 from __future__ import annotations
@@ -194,6 +196,12 @@ def status_line(process_id: str, node: dict[str, Any]) -> Text:
     return line
 
 
+def unfinished_worker(node: dict[str, Any]) -> bool:
+    """A worker node that has not finished: its progress is its tree's progress line's."""
+    worker = node.get("kind") == "WORKER" or bool(node.get("processId"))
+    return worker and node.get("status") not in FINISHED
+
+
 class TaskTreeFollower:
     """What to print for each task-tree event of each process (see the module docstring)."""
 
@@ -214,7 +222,9 @@ class TaskTreeFollower:
                 self.finished.add(process_id)
             return [task_tree(process_id, tree)]
         shown: list[Tree | Text] = [
-            status_line(process_id, node) for node in nodes if before[node["id"]] != now[node["id"]]
+            status_line(process_id, node)
+            for node in nodes
+            if before[node["id"]] != now[node["id"]] and not unfinished_worker(node)
         ]
         if all_finished and process_id not in self.finished and shown:
             self.finished.add(process_id)

@@ -62,7 +62,9 @@ class ToolCalls:
                 )
             )
             self.console.print(f"Allow {name}? [y/N] ", end="", markup=False)
-            return is_yes(await self.router.ask(), default=False)
+            answer = await self.router.ask()
+            self.printer.typed()  # the answer's line ends below the question
+            return is_yes(answer, default=False)
 
 
 def describe_call(name: str, arguments: dict[str, Any]) -> str:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+from tests.support.chat_client import event
 from vance.slash import run_slash_command
 
 
@@ -89,3 +92,30 @@ async def test_slash_space_controls_send_their_frames(client):  # noqa: F811
         ("space-fork-retry", {"nodeId": "node_4"}),
         ("space-get", {"nodeId": "node_2"}),
     ]
+
+
+async def reply_with(chat, socket, line: str, space: dict[str, Any]) -> None:
+    running = asyncio.create_task(run_slash_command(chat, line))
+    await asyncio.sleep(0.01)
+    chat._dispatch({"type": "space", "replyTo": socket.sent[-1]["id"], "data": {"space": space}})
+    await running
+
+
+@pytest.mark.parametrize("event_first", [True, False])
+async def test_a_change_prints_its_space_once_whether_its_event_or_its_reply_comes_first(
+    client,  # noqa: F811
+    event_first,
+):
+    chat, output, socket = client()
+    renamed = {**SPACE, "revision": 8}
+    # when a rename's new revision comes as the command's reply and as a space-state event
+    if event_first:
+        chat._dispatch(event(1, "space-state", space=renamed))
+    await reply_with(chat, socket, "/space rename node_3 Ring count", renamed)
+    if not event_first:
+        chat._dispatch(event(1, "space-state", space=renamed))
+    # then it is printed once
+    assert output.getvalue().count("space spc_1 (revision 8)") == 1
+    # and /space, asked for it, prints it again
+    await reply_with(chat, socket, "/space", renamed)
+    assert output.getvalue().count("space spc_1 (revision 8)") == 2

@@ -138,15 +138,17 @@ def test_the_follower_prints_the_tree_once_then_one_line_per_status_change():
     # then: whole
     assert len(first) == 1
     assert "Research hotels" in shown(first[0])
-    # when: one worker finishes and the next starts, the shape unchanged
+    # when: one worker finishes and the next starts, and the aggregate, the shape unchanged
     tree = copy.deepcopy(tree)
     finish(tree, "n2", finishedAt="2026-12-01T10:00:04.1Z")
     finish(tree, "n3", "RUNNING", processId="tp_8")
+    finish(tree, "n4", "RUNNING")
     changed = [shown(line).strip() for line in follower.update("tp_4", tree)]
-    # then: one line each, in tree order, nothing for the unchanged nodes
+    # then: one line each, in tree order, nothing for the unchanged nodes, and none for the
+    # worker that started (the tree's progress line tells it: vance/progress.py)
     assert changed == [
         "✓ tp_4 n2 Research trains — DONE 2.1s",
-        "▶ tp_4 n3 Research hotels — RUNNING  worker tp_8",
+        "▶ tp_4 n4 Report — RUNNING",
     ]
     # and the same tree again prints nothing
     assert follower.update("tp_4", copy.deepcopy(tree)) == []

@@ -327,10 +327,10 @@ def test_chat_follows_a_task_tree_with_one_line_per_change_and_prints_it_on_slas
         # then its tree shows whole once it is planned, with the plan's nodes under it
         # and both workers already running at once, each with its worker process
         marvin = chat.expect(r"(tp_\d+) task tree · 1/4 finished · 2 running at once").group(1)
-        chat.expect(r"▶ WORKER Moons \(n2\)  RUNNING  tp_\d+")
-        chat.expect(r"▶ WORKER Rings \(n3\)  RUNNING  tp_\d+")
-        # and each worker's progress is one line, with its result's summary (the rings take
-        # longer)
+        moons = chat.expect(r"▶ WORKER Moons \(n2\)  RUNNING  (tp_\d+)").group(1)
+        rings = chat.expect(r"▶ WORKER Rings \(n3\)  RUNNING  (tp_\d+)").group(1)
+        # and each worker's result is one line, with its result's summary (the rings take
+        # longer), and their progress the tree's progress line, drawn again as it changes
         chat.expect(rf"✓ {marvin} n2 Moons — DONE \d+\.\ds  95 moons\.")
         chat.expect(rf"✓ {marvin} n3 Rings — DONE \d+\.\ds")
         # and the finished tree once more, then arthur tells the person
@@ -338,6 +338,12 @@ def test_chat_follows_a_task_tree_with_one_line_per_change_and_prints_it_on_slas
         chat.expect(r"brain › Marvin reports 95 moons and 7 rings\.")
         # the tree was printed whole only when first seen, when planned and when finished
         assert chat.output.count(f"{marvin} task tree") <= 3
+        # the workers' status changes were no lines of their own: the progress line told them
+        assert f"{marvin} deep think: 2 of 2 workers done" in chat.output
+        for worker in (moons, rings):
+            assert not re.search(rf"· {worker} [A-Z]", chat.output)
+        # while marvin's own status changes still print
+        assert f"· {marvin} RUNNING" in chat.output
         # when /tree asks for it, the Brain's current tree is printed
         chat.send_line("/tree")
         chat.expect(rf"{marvin} task tree · 4/4 finished")

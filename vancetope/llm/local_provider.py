@@ -211,7 +211,12 @@ def _generate(
 def to_plain_messages(messages: list[LlmMessage], *, forced: bool) -> list[dict[str, str]]:
     """System, user and assistant turns of text, which any chat template renders: tool calls
     and their results are written out as text. A forced call needs a system message: the
-    function-calling template shows the tools inside it."""
+    function-calling template shows the tools inside it.
+
+    That template is rendered with Jinja's HTML autoescape on (the library's choice), which
+    would show the model `Compare &#34;A&#34; &lt;b&gt;` for `Compare "A" <b>`, and the model
+    copies such entities into its arguments (a plan's titles, a worker's result). A forced
+    call's texts are marked safe (`Markup`), so the model reads them as they were written."""
     plain: list[dict[str, str]] = []
     for message in messages:
         if message.role == "tool":
@@ -223,4 +228,9 @@ def to_plain_messages(messages: list[LlmMessage], *, forced: bool) -> list[dict[
         plain.append({"role": message.role, "content": content.strip()})
     if forced and not any(message["role"] == "system" for message in plain):
         plain.insert(0, {"role": "system", "content": "Call the function you are given."})
+    if forced:
+        from markupsafe import Markup  # Jinja's, installed with the `local` extra
+
+        for each in plain:
+            each["content"] = Markup(each["content"])  # noqa: S704 - text, not HTML
     return plain
