@@ -65,8 +65,11 @@ def inbox_panel(item: dict[str, Any]) -> Panel | Text:
 
 
 def origin_of(item: dict[str, Any]) -> str:
-    """Who posted the item: its process, or a system client's run (the brain linker's)."""
-    return str(item.get("originProcessId") or item.get("originRunId") or "?")
+    """Who posted the item: its process, or a system client's run (the brain linker's); a
+    worker's question its parent posted names the worker first (`tp_2, through tp_1`)."""
+    poster = str(item.get("originProcessId") or item.get("originRunId") or "?")
+    asked_by = item.get("askedBy")
+    return f"{asked_by}, through {poster}" if asked_by else poster
 
 
 def inbox_table(items: list[dict[str, Any]], title: str = "Inbox") -> Table:

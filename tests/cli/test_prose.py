@@ -210,3 +210,18 @@ def test_an_answer_taken_up_half_way_draws_only_its_rest_at_the_end():
     assert text.index("It has 95 moons") < text.index("· tp_2 RUNNING")
     drawing = [line.rstrip() for line in last_drawing(output).splitlines() if line.strip()]
     assert drawing == ["brain › and 7 rings."]
+
+
+def test_a_workers_question_its_parent_posted_names_the_worker_first() -> None:
+    # given an item arthur posted for marvin's question, and one marvin posted itself
+    console, output = pipe(120)
+    relayed = {"id": "inb_3", "kind": "QUESTION", "title": "tp_2 asks", "body": "Which?"}
+    relayed |= {"originProcessId": "tp_1", "askedBy": "tp_2"}
+    own = {**relayed, "id": "inb_4", "originProcessId": "tp_2", "askedBy": None}
+    # when both are shown
+    console.print(inbox_panel(relayed))
+    console.print(inbox_panel(own))
+    # then the first says who asked, through whom; the second only who posted it
+    shown = output.getvalue()
+    assert "inbox inb_3 · QUESTION · from tp_2, through tp_1" in shown
+    assert "inbox inb_4 · QUESTION · from tp_2 " in shown
