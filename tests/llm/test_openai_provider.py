@@ -742,3 +742,26 @@ def test_the_count_longest_unused_is_forgotten_past_the_caches_size(
 )
 def test_a_servers_own_endpoints_are_beside_its_v1(base_url: str, origin: str) -> None:
     assert server_origin(base_url) == origin
+
+
+def test_the_operators_org_and_project_ids_go_only_to_the_operators_url(
+    stub: OpenAIStubServer, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    # given the operator's identifiers in the environment, as the openai SDK reads them
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-operator")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-operator")
+    hello = [LlmMessage(role="user", content="hello")]
+    # when a provider calls a URL a tenant's llm.baseUrl names (not the operator's)
+    settings.OPENAI_BASE_URL = "http://operator.invalid/v1"
+    collect(OpenAICompatibleProvider(base_url=stub.base_url, model="m").stream(hello))
+    # and one calls the operator's own URL
+    settings.OPENAI_BASE_URL = stub.base_url
+    collect(OpenAICompatibleProvider(base_url=stub.base_url, model="m").stream(hello))
+    # then only the second carried them (before: both, 29 of 29 in the probe)
+    tenants, operators = [request.headers for request in stub.completions]
+    assert "openai-organization" not in tenants
+    assert "openai-project" not in tenants
+    assert (operators["openai-organization"], operators["openai-project"]) == (
+        "org-operator",
+        "proj-operator",
+    )

@@ -16,8 +16,10 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import openai
+from django.conf import settings
 from openai.types.chat import (
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
@@ -188,8 +190,19 @@ class OpenAICompatibleProvider(LlmProvider):
                     api_key=self.api_key,
                     timeout=self.timeout,
                     max_retries=self.max_retries,
+                    default_headers=self._identifiers(),
                 )
             return self._kept_client
+
+    def _identifiers(self) -> dict[str, Any]:
+        """The SDK sends the operator's OPENAI_ORG_ID and OPENAI_PROJECT_ID (from the
+        environment) with every request: only to the operator's own URL (OPENAI_BASE_URL, or
+        OpenAI's when that is not set), never to a URL a tenant's or project's llm.baseUrl
+        names."""
+        operators = str(settings.OPENAI_BASE_URL or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        if self.base_url.rstrip("/") == operators:
+            return {}
+        return {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
 
     def context_window(self, model: str = "") -> int | None:
         """What the server says, asked once per model: llama.cpp's `/props`, else Ollama's
