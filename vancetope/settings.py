@@ -428,12 +428,13 @@ LOGGING = {
     "filters": {
         "context": {"()": "vancetope.observability.logs.ContextFilter"},
         "routine_tasks": {"()": "vancetope.observability.logs.RoutineTaskFilter"},
+        "redact": {"()": "vancetope.observability.logs.RedactFilter"},
     },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
             "formatter": "json" if _JSON_LOGS else "plain",
-            "filters": ["context"] if _JSON_LOGS else [],
+            "filters": ["redact", "context"] if _JSON_LOGS else ["redact"],
         }
     },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},

@@ -38,6 +38,7 @@ from sessions_app.events import emit_events
 from vancetope.llm.base import LlmError
 from vancetope.llm.factory import LlmConfigError
 from vancetope.observability import logs
+from vancetope.redact import redact
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired
 
 log = logging.getLogger(__name__)
@@ -173,7 +174,8 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
                 failures += 1
                 log.exception("lane %s: turn on message #%s failed", process.public_id, message.seq)
                 remember_announced(message, prepared.events.announced)
-                process.last_error = f"{type(exc).__name__}: {exc}"
+                # Shown to the session's members: no credentials of a URL an error names.
+                process.last_error = redact(f"{type(exc).__name__}: {exc}")
                 refused = isinstance(exc, LlmError) and _refused_for_good(exc)
                 if refused or failures >= MAX_TURN_ATTEMPTS:
                     if isinstance(exc, LlmError):

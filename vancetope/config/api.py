@@ -17,6 +17,7 @@ from vancetope.config.cascade import DEFAULT, Effective, Resolved
 from vancetope.config.registry import SettingType, all_keys
 from vancetope.config.services import SCOPES, Target
 from vancetope.jsonbody import BodyParser
+from vancetope.redact import redacted
 
 MASK = "***"
 SCOPE_ID_HELP = (
@@ -63,6 +64,8 @@ def setting_data(resolved: Resolved, target: Target) -> dict[str, Any]:
     value = resolved.value
     if key.secret:
         value = MASK if value else ""
+    else:
+        value = redacted(value)  # a URL's credentials (llm.baseUrl's user:pass@)
     source = resolved.scope
     return {
         "key": key.name,

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vancetope.observability import tracing
+from vancetope.redact import redact
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,22 @@ ROUTINE_TASKS = frozenset(
         "triggers.prune_trigger_events",
     }
 )
+
+
+class RedactFilter(logging.Filter):
+    """On the console handler: a record's message and its traceback with the credentials of
+    every URL in them replaced (vancetope/redact.py), whoever logged it (httpx logs each
+    request's URL, an SDK's error names it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "@" in message:
+            record.msg, record.args = redact(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text and "@" in record.exc_text:
+            record.exc_text = redact(record.exc_text)
+        return True
 
 
 class RoutineTaskFilter(logging.Filter):

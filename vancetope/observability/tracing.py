@@ -28,6 +28,8 @@ from typing import Any
 
 from django.conf import settings
 
+from vancetope.redact import redact
+
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
@@ -199,7 +201,7 @@ def fail(opened: Any, error: BaseException) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     opened.set_attribute("error.type", type(error).__name__)
-    opened.set_status(Status(StatusCode.ERROR, str(error)[:300]))
+    opened.set_status(Status(StatusCode.ERROR, redact(str(error))[:300]))
 
 
 def current_ids() -> tuple[str, str]:
