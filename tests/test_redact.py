@@ -104,6 +104,7 @@ def test_a_provider_error_that_names_the_url_is_a_last_error_without_its_credent
     blocked = wait_until(
         lambda: ThinkProcess.objects.filter(pk=chat_id, status=Status.BLOCKED).first(), timeout=30
     )
+    assert blocked is not None
     # then the process waits with the error, which names the host and not the credentials
     assert "https://***@llm.internal:8443/v1/chat/completions" in blocked.last_error
     assert "hunter2" not in ThinkProcess.objects.get(pk=blocked.pk).last_error

