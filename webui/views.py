@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -18,7 +19,7 @@ from inbox.presenters import item_data
 from inbox.services import dismiss_item, do_answer, filtered_items
 from processes import queries
 from processes.actions import lifecycle
-from processes.last_task import last_task, with_last_turn
+from processes.actions.sessions import latest_web_chat
 from processes.presenters import process_data, process_detail
 from processes.states import Call, Status, is_allowed
 from sessions_app.models import ClientType
@@ -30,7 +31,7 @@ from vancetope.ids import parse_public_id
 from vancetope.memory.documents import MEDIA_TYPES
 from vancetope.memory.models import EdgeType
 from vancetope.tenancy.services import visible_projects
-from webui import runs
+from webui import dashboard, runs
 from webui.conversation import turns
 
 LIST_LIMIT = 200
@@ -49,24 +50,41 @@ PAGE_CALLS = {
 
 @login_required
 def process_list(request: HttpRequest) -> HttpResponse:
+    """The dashboard: the person's processes grouped by tree, a page of trees at a time, the
+    folds in `open` filled (webui/dashboard.py)."""
     status = request.GET.get("status", "")
     category = request.GET.get("category", "")
-    rows = with_last_turn(queries.readable_processes(request.user)).order_by("-pk")
     error = ""
-    if status and status not in Status.values:
-        error = f"status must be one of {', '.join(Status.values)}, not {status!r}"
-        rows = rows.none()
-    elif status:
-        rows = rows.filter(status=status)
+    page = dashboard.TreePage([], 1, 1, 0)
+    opened: set[int] = set()
     try:
-        rows = queries.in_category(rows, category)
+        if status and status not in Status.values:
+            raise BadRequest(
+                f"status must be one of {', '.join(Status.values)}, not {status!r}", field="status"
+            )
+        number = dashboard.page_number(request.GET.get("page"))
+        opened = dashboard.open_folds(request.GET.get("open"))
+        page = dashboard.tree_page(
+            request.user, status=status, category=category, number=number, opened=opened
+        )
     except BadRequest as exc:
-        error, rows = exc.message, rows.none()
-    listed = list(rows[:LIST_LIMIT])
+        error = exc.message
+    filters = {key: value for key, value in (("status", status), ("category", category)) if value}
+
+    def address(**more: Any) -> str:
+        return f"?{urlencode({**filters, **more})}"
+
+    here = {"page": page.number} if page.number > 1 else {}
+    for tree in page.trees:
+        folds = sorted(opened | {tree.root.pk})
+        tree.open_link = address(**here, open=",".join(f"tp_{pk}" for pk in folds))
     context = {
-        "processes": listed,
-        # Each listed process with its last task (processes/last_task.py).
-        "rows": [(process, last_task(process)) for process in listed],
+        # The top-level process of each tree listed, the newest first.
+        "processes": [tree.root for tree in page.trees],
+        "trees": page.trees,
+        "page": page,
+        "newer": address(page=page.number - 1) if page.number > 1 else "",
+        "older": address(page=page.number + 1) if page.number < page.pages else "",
         "statuses": Status.values,
         "status": status,
         "categories": queries.CATEGORIES,
@@ -147,22 +165,36 @@ def conversation_of(user: Any, process_id: str) -> str:
 def interactive(request: HttpRequest) -> HttpResponse:
     projects = list(visible_projects(request.user).order_by("pk"))
     focus = request.GET.get("process", "")
+    asked_project = request.GET.get("project") or None
+    error = ""
+    try:
+        latest = latest_web_chat(request.user, asked_project)
+    except BadRequest as exc:
+        error, latest, asked_project = exc.message, None, None
     context = {
         "projects": [project.public_id for project in projects],
+        # The project asked for (?project=): the page opens in it and its chat is looked for
+        # there, the tab's own one only if it is in it; else the default project is selected.
+        "asked_project": asked_project or "",
+        "selected_project": asked_project or "proj_default",
         # A dashboard page may hand over a process to steer; the socket checks it is visible.
         "focus_process": focus,
         # The chat to go back into: one the sessions page names, or the one of the process
         # handed over (its own conversation, not an empty new one).
         "resume_session": request.GET.get("session", "")
         or (conversation_of(request.user, focus) if focus else ""),
+        # A plain visit's chat when the tab has none of its own: the person's latest web chat
+        # that can go on, so a visit does not leave one more idle chat process behind.
+        "latest_session": latest.public_id if latest is not None else "",
         # The dashboard's "New chat": a new session instead of resuming the tab's.
         "new_session": request.GET.get("new") == "1",
         "workflows": [
             workflow_data(workflow) for workflow in filtered_workflows(request.user)[:LIST_LIMIT]
         ],
+        "error": error,
         "mode": "interactive",
     }
-    return render(request, "webui/interactive.html", context)
+    return render(request, "webui/interactive.html", context, status=400 if error else 200)
 
 
 # --- inbox ---------------------------------------------------------------------------------------

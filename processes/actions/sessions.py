@@ -1,6 +1,7 @@
 """Session use cases that reach the session's processes: create (with its chat process),
-resume, close, suspend, disconnect, the idle sweep, a service's system session. The session's
-own rows (who sees it, its tools) are sessions_app/services.py.
+resume, close, suspend, disconnect, the idle sweep, a service's system session, the web chat a
+visit of the web UI goes back into. The session's own rows (who sees it, its tools) are
+sessions_app/services.py.
 
 Every client — a person's terminal, the web UI, cron, a webhook — opens its session through
 `create_session`; there is no second path for system clients.
@@ -36,8 +37,13 @@ from sessions_app.models import (
     SuspendCause,
     SuspendPolicy,
 )
-from sessions_app.services import FingerprintData, get_visible_session, system_user
-from vancetope.errors import Conflict, Forbidden
+from sessions_app.services import (
+    FingerprintData,
+    get_visible_session,
+    system_user,
+    visible_sessions,
+)
+from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
 from vancetope.tenancy.models import Project, ProjectMembership
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.client_bridge import GONE, fail_outstanding_client_calls
@@ -165,7 +171,10 @@ def resume_session(
     session = get_visible_session(user, session_id)
     if session.status == SessionStatus.CLOSED:
         raise Conflict(f"session {session.public_id} is CLOSED")
-    if session.machine_id and fingerprint.machine_id != session.machine_id:
+    # A web session's machine id names the browser that opened it, which holds nothing of the
+    # session (no client tools, no directory): any browser of its owner may go back into it.
+    bound_to_machine = session.client_type != ClientType.WEB
+    if bound_to_machine and session.machine_id and fingerprint.machine_id != session.machine_id:
         raise Conflict(
             f"session {session.public_id} belongs to another machine; create a new session",
             error="fingerprint-mismatch",
@@ -198,6 +207,31 @@ def resume_session(
     session.refresh_from_db()
     missed = events_since(session.pk, since_seq) if since_seq is not None else []
     return Resumed(session, list(session.processes.order_by("pk")), missed)
+
+
+def latest_web_chat(user: Any, project_id: str | None = None) -> Session | None:
+    """The web chat a plain visit of the interactive page goes back into, so that a visit does
+    not leave one more idle chat process behind: the person's own web session (not a system
+    one), OPEN (another tab holds it, or its socket went without a word) or SUSPENDED, whose
+    chat process is not CLOSED, the latest activity first; in `project_id` when given (one the
+    person does not see is a 400 naming `project`). None when there is none."""
+    rows = visible_sessions(user).filter(
+        client_type=ClientType.WEB,
+        system=False,
+        status__in=[SessionStatus.OPEN, SessionStatus.SUSPENDED],
+        chat_process__isnull=False,
+    )
+    if project_id is not None:
+        try:
+            project = get_visible_project(user, project_id)
+        except NotFound as exc:
+            raise BadRequest.naming("project", exc.message) from exc
+        rows = rows.filter(project=project)
+    return (
+        rows.exclude(chat_process__status=Status.CLOSED)
+        .order_by("-last_activity_at", "-pk")
+        .first()
+    )
 
 
 def _bind(session: Session, bind: dict[str, Any], attempts: int = 3) -> bool:

@@ -63,7 +63,8 @@ def brain(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Brain]:
 
 
 def open_chat(page: Any) -> str:
-    page.goto("/interactive/")
+    """A new chat of the tab's own (a plain visit would go back into another test's)."""
+    page.goto("/interactive/?new=1")
     root = page.locator("#interactive")
     expect(root).to_have_attribute("data-connection", "open")
     return str(root.get_attribute("data-chat-process"))

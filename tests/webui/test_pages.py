@@ -98,7 +98,7 @@ def test_dashboard_lists_only_the_users_own_processes_newest_first(alice, bob):
     assert listed(response) == [f"tp_{second.chat_process_id}", f"tp_{first.chat_process_id}"]
     page = response.content.decode()
     assert 'name="viewport"' in page
-    assert 'data-api="/api/processes"' in page
+    assert '<table class="processes trees" id="process-table"' in page
     assert "webui/dashboard.js" in page
 
 

@@ -7,8 +7,9 @@
 // into the input) and the thinking-space branch map (space-get on bind, redrawn from each
 // space-state event, drawn and controlled by spacemap.js; "Start a thinking space" sends
 // space-suggest). Which session a visit binds: one asked for (?session=, or the process's own
-// chat for ?process=), else the tab's, else this browser's latest suspended web chat, else a
-// new one (docs/web-ui.md).
+// chat for ?process=), else the tab's, else the person's latest web chat that can go on (open
+// or suspended, any browser of theirs; the server names it), else a new one; "New chat"
+// (?new=1) and "New session" make a new one on purpose (docs/web-ui.md).
 "use strict";
 
 (function () {
@@ -439,9 +440,9 @@
     }
   }
 
-  // The tab's session survives a reload: its id is kept in sessionStorage (per tab, so a second
-  // tab has a session of its own) and the page resumes it with the browser's id as the machine
-  // id. Leaving suspends it (the web client's default onDisconnect), it is not stopped.
+  // The tab's session survives a reload: its id is kept in sessionStorage (per tab: a tab
+  // that moved to another chat keeps it) and the page resumes it with the browser's id as the
+  // machine id. Leaving suspends it (the web client's default onDisconnect), it is not stopped.
   const STORED = "vancetope.interactive.session";
 
   function browserId() {
@@ -512,7 +513,9 @@
     );
   }
 
-  function resumeSession(sessionId, attempt = 1) {
+  // `otherwise`: the chat to go back into if this one cannot be (the tab's own was closed
+  // meanwhile: the person's latest), before a new one is made.
+  function resumeSession(sessionId, attempt = 1, otherwise = "") {
     send(
       "session-resume",
       { sessionId, fingerprint: { machineId: browserId() }, sinceSeq: 0 },
@@ -520,12 +523,18 @@
         if (frame.type === "error" && frame.data.error === "session-changed" && attempt < 4) {
           // The session changed while it was bound (a reloaded page's old socket applying its
           // disconnect just then): the Brain asks to try again, so do, before giving it up.
-          setTimeout(() => resumeSession(sessionId, attempt + 1), 250 * attempt);
+          setTimeout(() => resumeSession(sessionId, attempt + 1, otherwise), 250 * attempt);
           return;
         }
         if (frame.type === "error") {
-          // Closed meanwhile, or not this browser's: a new session, and say why.
+          // Closed meanwhile: the latest chat instead if there is another, else a new one;
+          // and say why.
           sessionStorage.removeItem(STORED);
+          if (otherwise) {
+            notice("Session " + sessionId + " could not be resumed (" + frame.data.message + "); back in " + otherwise + ".");
+            resumeSession(otherwise);
+            return;
+          }
           notice("Session " + sessionId + " could not be resumed (" + frame.data.message + "); a new one was started.");
           createSession();
           return;
@@ -546,50 +555,39 @@
     );
   }
 
-  // This browser's latest suspended web chat (a tab closed, or left): a new visit goes back
-  // into it instead of opening one more empty session per visit.
-  async function latestSuspended() {
-    try {
-      const response = await fetch("/api/sessions?clientType=web&status=SUSPENDED&system=false&limit=20", {
-        credentials: "same-origin",
-        headers: { Accept: "application/json" },
-      });
-      if (response.status !== 200) return null;
-      const mine = (await response.json()).results.find(
-        (session) => session.fingerprint.machineId === browserId(),
-      );
-      return mine ? mine.id : null;
-    } catch (error) {
-      return null;
-    }
-  }
-
   function connect() {
     const scheme = location.protocol === "https:" ? "wss://" : "ws://";
     socket = new WebSocket(scheme + location.host + root.dataset.socket);
     setConnection("connecting", "connecting…");
-    socket.addEventListener("open", async () => {
+    socket.addEventListener("open", () => {
       const asked = root.dataset.resume;
-      const remembered = root.dataset.new === "true" ? null : storedSession();
-      if (root.dataset.new === "true" || asked) {
+      const fresh = root.dataset.new === "true";
+      const project = root.dataset.project;
+      let remembered = fresh ? null : storedSession();
+      // A project asked for (?project=): the tab's own chat only if it is in that project.
+      if (remembered && project && remembered.project !== project) remembered = null;
+      if (fresh || asked) {
         // Asked for once (New chat, or a chat of the sessions page): a reload resumes it.
         const url = new URL(location.href);
         url.searchParams.delete("new");
         url.searchParams.delete("session");
         history.replaceState(null, "", url.pathname + url.search + url.hash);
       }
-      const fresh = root.dataset.new === "true";
       root.dataset.new = "false";
       root.dataset.resume = "";
+      // The person's latest web chat that can go on (the server's pick, webui/views.py): a
+      // plain visit goes back into it rather than leaving one more idle chat behind.
+      const latest = fresh ? "" : root.dataset.latest;
+      root.dataset.latest = "";
       if (asked) {
         resumeSession(asked);
       } else if (remembered && remembered.sessionId) {
         if (remembered.project) ui.project.value = remembered.project;
-        resumeSession(remembered.sessionId);
+        resumeSession(remembered.sessionId, 1, latest !== remembered.sessionId ? latest : "");
+      } else if (latest) {
+        resumeSession(latest);
       } else {
-        const earlier = fresh ? null : await latestSuspended();
-        if (earlier) resumeSession(earlier);
-        else createSession();
+        createSession();
       }
     });
     socket.addEventListener("message", (message) => onFrame(JSON.parse(message.data)));
