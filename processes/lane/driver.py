@@ -315,15 +315,22 @@ def _leave_run(
     changes: dict[str, Any] | None = None,
 ) -> None:
     """End a run whose turn could not be committed, in one transaction (RUNNING first if the
-    run had not stored anything yet, the notice, the new status), then tell the parent."""
+    run had not stored anything yet, the notice, the new status, the lane let go), then tell
+    the parent. The lane goes with the commit, as a committed turn's does: a message sent once
+    the client has seen the new status finds it free and wakes it (let go only after the
+    parent and the listeners of process_settled had been told, such a message found it taken
+    and nobody looked for it)."""
     with transaction.atomic():
         events = run.start()
         events.append(notice)
-        ended = lease_transition(process, lease, Call.TURN_END, to_status, reason, changes=changes)
+        ended = lease_transition(
+            process, lease, Call.TURN_END, to_status, reason, release=True, changes=changes
+        )
         events.append(ended)
         if run.wake is not None:
             events += wake_listeners.committed(run.wake, to_status, reason)
         emit_events(process.session_id, events)
+    lease.released = True
     report_to_parent(process, to_status, reason)
 
 
