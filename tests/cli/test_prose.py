@@ -10,20 +10,12 @@ from typing import Any
 
 from rich.console import Console
 
+from tests.support.markdown_sample import SATURN_REPORT
 from vance.inbox import inbox_panel
 from vance.prose import LiveAnswer, PrintedAnswer, Prose, Said, Tail
 from vance.render import EventPrinter
 
-ANSWER = (
-    "# Saturn report\n\n"
-    "It has **95 moons** and *7 rings*.\n\n"
-    "| body | count |\n"
-    "|---|---|\n"
-    "| moons | 95 |\n"
-    "| rings | 7 |\n\n"
-    "- first\n"
-    "- second\n"
-)
+ANSWER = SATURN_REPORT
 # The Markdown's own marks: none of them may be left on a terminal.
 MARKS = ("**", "|---|", "| moons |", "# Saturn", "- first", "*7")
 SGR = re.compile(r"\x1b\[[0-9;]*m")

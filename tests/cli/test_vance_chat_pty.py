@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.terminal import Terminal
 from tests.e2e.brain import Brain
+from tests.support.markdown_sample import SATURN_REPORT
 from tests.support.vance_pty import Setup, login, remembered_session, vance, vance_env
 from vance.config import CONFIG_FILE
 
@@ -356,16 +357,7 @@ def test_chat_follows_a_task_tree_with_one_line_per_change_and_prints_it_on_slas
         brain.stop()
 
 
-MARKDOWN_ANSWER = (
-    "# Saturn report\n\n"
-    "It has **95 moons** and *7 rings*.\n\n"
-    "| body | count |\n"
-    "|---|---|\n"
-    "| moons | 95 |\n"
-    "| rings | 7 |\n\n"
-    "- first\n"
-    "- second\n"
-)
+MARKDOWN_ANSWER = SATURN_REPORT
 
 
 def test_an_answer_in_markdown_is_drawn_formatted_on_the_terminal(setup: Setup, tmp_path: Path):

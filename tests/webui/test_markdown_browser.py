@@ -16,6 +16,7 @@ import yaml
 
 from tests.e2e.brain import Brain, post_inbox_item
 from tests.support.browser import CHROMIUM, MISSING, check_both_sizes, start_chat_brain
+from tests.support.markdown_sample import SATURN_REPORT
 
 pytestmark = pytest.mark.embedded_brain
 
@@ -29,16 +30,7 @@ UNSAFE = (
     '<script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2">'
     ' <a href="javascript:window.pwned = 3">click</a>'
 )
-ANSWER = (
-    "# Saturn report\n\n"
-    "It has **95 moons** and *7 rings*.\n\n"
-    "| body | count |\n"
-    "|---|---|\n"
-    "| moons | 95 |\n"
-    "| rings | 7 |\n\n"
-    "- first\n"
-    "- second\n\n" + UNSAFE
-)
+ANSWER = SATURN_REPORT + "\n" + UNSAFE
 BODY = (
     "## Findings\n\n"
     "The **cache** is cold.\n\n"
