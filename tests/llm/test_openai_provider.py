@@ -765,3 +765,21 @@ def test_the_operators_org_and_project_ids_go_only_to_the_operators_url(
         "org-operator",
         "proj-operator",
     )
+
+
+def test_entities_a_server_escaped_into_the_prompt_are_decoded_in_the_calls_arguments(
+    stub: OpenAIStubServer, provider: OpenAICompatibleProvider
+) -> None:
+    # given a model that copied the HTML references llama-cpp-python's server put in its
+    # prompt (Jinja's autoescape) into its call's arguments
+    escaped = {"title": "Compare &#34;A&#34; &lt;b&gt;", "tags": ["x &amp; y"], "n": 2}
+    stub.queue(StubReply(tool_calls=(StubToolCall("plan", escaped),)))
+    stub.queue(StubReply(tool_calls=(StubToolCall("plan", escaped),)))
+    # when what it was sent held none of them, and when it did (a person writing about HTML)
+    plain = list(provider.stream([LlmMessage(role="user", content='Compare "A" <b>')]))
+    about_html = list(provider.stream([LlmMessage(role="user", content="what is &lt;?")]))
+    # then the first call's texts are as the person wrote them; the second is left as it came
+    [first] = [item for item in plain if isinstance(item, ToolCall)]
+    assert first.arguments == {"title": 'Compare "A" <b>', "tags": ["x & y"], "n": 2}
+    [second] = [item for item in about_html if isinstance(item, ToolCall)]
+    assert second.arguments == escaped

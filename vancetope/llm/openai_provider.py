@@ -12,7 +12,9 @@ for them once and remembers the answer, including that there is none.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -81,6 +83,45 @@ class _PartialToolCall:
         return ToolCall(id=self.id or f"call_{index}", name=self.name, arguments=arguments)
 
 
+# An HTML character reference (`&#34;`, `&lt;`, `&amp;` …).
+ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|lt|gt|amp|quot|apos);")
+
+
+def entities_copied_undone(call: ToolCall, messages: list[LlmMessage]) -> ToolCall:
+    """A call whose arguments hold HTML character references that nothing the model was sent
+    holds, with them decoded. llama-cpp-python's server renders a function-calling prompt with
+    Jinja's HTML autoescape, so a small model reads `Compare &#34;A&#34; &lt;b&gt;` and copies
+    the references into its arguments (a plan's titles, a worker's result); a reference the
+    prompt did hold (a person writing about HTML) is left as the model wrote it."""
+    texts = list(_strings(call.arguments))
+    if not any(ENTITY.search(text) for text in texts):
+        return call
+    if any(ENTITY.search(message.content) for message in messages):
+        return call
+    return replace(call, arguments=_decoded(call.arguments))
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, str):
+        return html.unescape(value)
+    if isinstance(value, dict):
+        return {key: _decoded(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_decoded(item) for item in value]
+    return value
+
+
 @dataclass
 class ChunkReader:
     """Turns streamed chunks into text deltas now, and tool calls and usage at the end."""
@@ -137,7 +178,7 @@ class ChunkReader:
     def finish(
         self, messages: list[LlmMessage], tools: list[ToolSchema] | None
     ) -> Iterator[ToolCall | Usage]:
-        calls = self.tool_calls()
+        calls = [entities_copied_undone(call, messages) for call in self.tool_calls()]
         yield from calls
         if self.usage is None:
             usage = estimate_usage(messages, tools, "".join(self.text_parts), calls)
