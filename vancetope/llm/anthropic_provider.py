@@ -205,6 +205,9 @@ class AnthropicProvider(LlmProvider):
                 base_url=self.base_url or None,
                 timeout=self.timeout,
                 max_retries=self.max_retries,
+                # No redirect is followed: it could lead the call and its key off the allowed
+                # hosts (a server that answers one is a failed call).
+                http_client=anthropic.DefaultHttpxClient(follow_redirects=False),
             ) as client:
                 events = client.messages.create(
                     model=(info.model if info else "") or self.model,

@@ -10,6 +10,7 @@ gives a fresh provider, never a stale client. The cache keeps the most recently 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -84,6 +85,11 @@ def environment_url(kind: str) -> str:
     return ""
 
 
+# An allow-list entry that names a port, and the port a URL without one goes to.
+WITH_PORT = re.compile(r":[0-9]+$")
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def check_allowed_url(url: str, kind: str) -> str:
     """What is wrong with sending LLM calls to `url` under the operator's allow-list
     (VANCETOPE_LLM_ALLOWED_HOSTS, Django's ALLOWED_HOSTS syntax); "" when nothing is. The
@@ -91,10 +97,19 @@ def check_allowed_url(url: str, kind: str) -> str:
     allowed = settings.VANCETOPE_LLM_ALLOWED_HOSTS
     if not allowed or not url or url == environment_url(kind):
         return ""
-    host = urlsplit(url).hostname or ""
-    if validate_host(host, allowed):
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    # An entry with a port (`llm.internal:8443`) allows that port only; one without, any.
+    ported = {entry.lower() for entry in allowed if WITH_PORT.search(entry)}
+    plain = [entry for entry in allowed if not WITH_PORT.search(entry)]
+    try:
+        port = parts.port or DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return f"the URL {url!r} has no valid port"
+    if validate_host(host, plain) or f"{host}:{port}" in ported:
         return ""
-    return f"host {host!r} is not in the operator's VANCETOPE_LLM_ALLOWED_HOSTS"
+    shown = f"{host}:{port}" if ported else host
+    return f"host {shown!r} is not in the operator's VANCETOPE_LLM_ALLOWED_HOSTS"
 
 
 class LlmConfigError(LlmError):

@@ -232,6 +232,9 @@ class OpenAICompatibleProvider(LlmProvider):
                     timeout=self.timeout,
                     max_retries=self.max_retries,
                     default_headers=self._identifiers(),
+                    # A redirect could lead a call (and its key) off the allowed hosts: none
+                    # is followed; a server that answers one is a failed call.
+                    http_client=openai.DefaultHttpxClient(follow_redirects=False),
                 )
             return self._kept_client
 
