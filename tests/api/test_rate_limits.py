@@ -111,6 +111,19 @@ def test_behind_a_trusted_proxy_clients_are_counted_by_their_forwarded_address(a
     assert spoofed == [401] * 3 + [429]
 
 
+def test_wrong_tokens_with_a_valid_tokens_prefix_never_lock_that_token_out(alice, settings):
+    # given wrong tokens that reuse the first ten characters of alice's token (the admin's
+    # token list shows them), sent past the limit from her address
+    settings.VANCETOPE_RATE_TOKEN_FAILURES = "3/minute"
+    wrong = APIClient()
+    wrong.credentials(HTTP_AUTHORIZATION=f"Bearer {alice.token[:10]}{'x' * 30}")
+    answers = [wrong.get("/api/recipes").status_code for _ in range(5)]
+    # then the wrong ones are refused, and her valid token from there still works (before:
+    # a 429, counted by address and prefix)
+    assert answers == [401] * 3 + [429] * 2
+    assert alice.api().get("/api/recipes").status_code == 200
+
+
 def test_right_tokens_are_never_counted(alice, settings):
     settings.VANCETOPE_RATE_TOKEN_FAILURES = "2/minute"
     api = alice.api()

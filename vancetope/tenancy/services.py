@@ -14,7 +14,6 @@ from vancetope.errors import Forbidden, NotFound
 from vancetope.infra import fastsql
 from vancetope.ratelimit import TOKEN_FAILURES, check, take
 from vancetope.tenancy.models import (
-    TOKEN_PREFIX_LENGTH,
     ApiToken,
     Project,
     ProjectMembership,
@@ -59,16 +58,15 @@ def authenticate_token_with_id(raw: str) -> tuple[AbstractBaseUser, int] | None:
 
 def authenticate_token_from(client: str, raw: str) -> tuple[AbstractBaseUser, int] | None:
     """`authenticate_token_with_id` for a client at address `client` (`client_address`), which
-    may try only so many wrong tokens (VANCETOPE_RATE_TOKEN_FAILURES) with one token prefix:
-    past that, that prefix from there is refused with a 429 (RateLimited) until the window
-    has room again. Counting by address and prefix, never by address alone, keeps one
-    misbehaving client (or everyone behind one proxy) from locking out the valid tokens of
-    the others; a token carries 256 random bits, so guessing one is not what this stops."""
-    key = f"{client} {raw[:TOKEN_PREFIX_LENGTH]}"
-    check(TOKEN_FAILURES, key)
+    may try only so many wrong tokens (VANCETOPE_RATE_TOKEN_FAILURES): past that, a wrong
+    token from there is refused with a 429 (RateLimited) until the window has room again. A
+    token that verifies is never refused, whatever others sent from the same address (with
+    its prefix, which the admin's token list shows, too): the count is of wrong tokens per
+    address only. A token carries 256 random bits, so guessing one is not what this stops."""
     found = authenticate_token_with_id(raw)
     if found is None:
-        take(TOKEN_FAILURES, key)
+        check(TOKEN_FAILURES, client)
+        take(TOKEN_FAILURES, client)
     return found
 
 
