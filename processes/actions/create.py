@@ -11,7 +11,7 @@ from django.utils import timezone
 from engines.base import ParamsRefused
 from engines.registry import all_engines, get_engine
 from processes.actions import lifecycle
-from processes.budgets import BudgetExceeded, Placement, check_spawn
+from processes.budgets import BUDGETS, BudgetExceeded, Placement, check_spawn
 from processes.models import ThinkProcess
 from recipes_app.services import effective_recipes, resolve_recipe
 from recipes_app.strategies import ProjectDefinitions
@@ -32,7 +32,9 @@ PARAMS_MAX_BYTES = 64 * 1024
 
 def check_params(params: dict[str, Any]) -> None:
     """Params nested deeper than PARAMS_MAX_DEPTH (objects and arrays) or larger than
-    PARAMS_MAX_BYTES as JSON are a 400 naming `params` and the limit."""
+    PARAMS_MAX_BYTES as JSON are a 400 naming `params` and the limit; a budget
+    (processes/budgets.py: maxChildren, maxDepth, maxTokens, maxWallSeconds) that is not a
+    positive number is a 400 naming it."""
     depth = nesting_depth(params)
     if depth > PARAMS_MAX_DEPTH:
         raise BadRequest(
@@ -45,6 +47,17 @@ def check_params(params: dict[str, Any]) -> None:
             f"params: {size} bytes as JSON, at most {PARAMS_MAX_BYTES} bytes allowed",
             field="params",
         )
+    for name in BUDGETS:
+        # A budget that is not a positive number was ignored (the tree ran unbounded by it):
+        # a 400 naming it, as any other bad input.
+        value = params.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+        ):
+            raise BadRequest(
+                f"params.{name}: must be a positive number, not {value!r}",
+                field=f"params.{name}",
+            )
 
 
 def create_process(

@@ -127,3 +127,20 @@ def test_a_suspended_session_takes_a_process_and_a_closed_one_is_a_409(alice):
     assert refused.status_code == 409
     assert refused.json()["message"] == f"session {session.public_id} is CLOSED"
     assert ThinkProcess.objects.count() == before
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("maxTokens", "lots"), ("maxChildren", -1), ("maxDepth", 0), ("maxWallSeconds", True)],
+)
+def test_a_budget_param_that_is_not_a_positive_number_is_a_400_naming_it(alice, name, value):
+    # given a session of alice's
+    session = open_session(alice)
+    body = {"session": session.public_id, "recipe": "ford", "goal": "x", "params": {name: value}}
+    # when she creates a process with that budget (before: silently ignored, unbounded)
+    answer = alice.api().post("/api/processes", body, format="json")
+    # then it is a 400 naming the param, and nothing is created
+    assert answer.status_code == 400, answer.json()
+    assert answer.json()["field"] == f"params.{name}"
+    assert f"params.{name}" in answer.json()["message"]
+    assert not ThinkProcess.objects.exclude(pk=session.chat_process_id).exists()
