@@ -288,6 +288,7 @@ def test_an_inbox_item_event_carries_the_whole_item_as_its_model_gives_it(alice)
         "defaultAction": None,
         "originProcessId": origin.public_id,
         "originRunId": None,
+        "askedBy": None,
         "originDelivered": None,
         "originNote": None,
         "projectId": alice.project_id,
