@@ -86,23 +86,19 @@ def wake_committed(wake: Wake, status: str, reason: str) -> list[Event]:
         wake.stored[STORED] = run.pk
         return [run_events.person_run_event(run, slug)]
     to_status, changes = outcome(process, status, reason)
+    count: Any = int
     if WOKEN in wake.stored:
         # The run the process blocked in goes on: this wake's work adds to it, and what it
         # waited for is no longer what it ends with.
         changes.setdefault("tasks_blocked", 0)
         changes.setdefault("blocked_reasons", [])
-        counts: dict[str, Any] = {
-            "tasks_executed": fastsql.Add(wake.turns),
-            "tokens_used": fastsql.Add(wake.tokens),
-            "llm_calls": fastsql.Add(wake.llm_calls),
-        }
-    else:
-        counts = {
-            "tasks_executed": wake.turns,
-            "tokens_used": wake.tokens,
-            "llm_calls": wake.llm_calls,
-        }
-    changes.update(counts, finished_at=timezone.now())
+        count = fastsql.Add
+    changes.update(
+        tasks_executed=count(wake.turns),
+        tokens_used=count(wake.tokens),
+        llm_calls=count(wake.llm_calls),
+        finished_at=timezone.now(),
+    )
     if not stored:
         run, slug = _insert(wake, facts, to_status, changes)
     else:

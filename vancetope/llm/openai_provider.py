@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import openai
-from django.conf import settings
 from openai.types.chat import (
     ChatCompletionChunk,
     ChatCompletionFunctionToolParam,
@@ -243,7 +242,9 @@ class OpenAICompatibleProvider(LlmProvider):
         environment) with every request: only to the operator's own URL (OPENAI_BASE_URL, or
         OpenAI's when that is not set), never to a URL a tenant's or project's llm.baseUrl
         names."""
-        operators = str(settings.OPENAI_BASE_URL or DEFAULT_OPENAI_BASE_URL).rstrip("/")
+        from vancetope.llm.factory import environment_url
+
+        operators = (environment_url("openai") or DEFAULT_OPENAI_BASE_URL).rstrip("/")
         if self.base_url.rstrip("/") == operators:
             return {}
         return {"OpenAI-Organization": openai.Omit(), "OpenAI-Project": openai.Omit()}
