@@ -75,6 +75,7 @@ def test_the_llm_keys_are_registered_and_only_the_api_key_is_secret():
         "llm.baseUrl",
         "llm.apiKey",
         "llm.fallbackModel",
+        "llm.models",
         "llm.contextWindow",
         "llm.recall",
         "llm.modelSize",

@@ -152,7 +152,8 @@ def test_another_tenants_user_can_neither_read_nor_infer_any_scope(alice, bob):
 
 
 def test_a_sessions_owner_sets_its_model_but_only_project_admins_set_where_it_connects(alice, bob):
-    # given a plain member of alice's project with a session of their own
+    # given a plain member of alice's project with a session of their own, and the models
+    # the project's admin configured
     member = caller(MEMBER, alice, bob)
     session = create_session(
         member.user,
@@ -162,10 +163,22 @@ def test_a_sessions_owner_sets_its_model_but_only_project_admins_set_where_it_co
     )
     own = f"sess_{session.pk}"
     url = "http://127.0.0.1:1/v1"
-    # then they set the session's model, not its base URL or key
+    assert put(alice.api(), "llm.models", "project", alice.project_id, ["mine"]).status_code == 200
+    # then they set the session's model to a configured one, not its base URL or key
     assert put(member.api, "llm.model", "session", own, "mine").status_code == 200
+    assert put(member.api, "llm.fallbackModel", "session", own, "mine").status_code == 200
     assert put(member.api, "llm.baseUrl", "session", own, url).status_code == 403
     assert put(member.api, "llm.apiKey", "session", own, "sk-mine").status_code == 403
+    # nor a model the project did not configure, nor the list of models itself
+    for key in ("llm.model", "llm.fallbackModel"):
+        refused = put(member.api, key, "session", own, "o1-pro-EXPENSIVE-1")
+        assert refused.status_code == 403, refused.json()
+        assert "'o1-pro-EXPENSIVE-1'" in refused.json()["message"]
+        assert "configured: mine" in refused.json()["message"]
+    assert put(member.api, "llm.models", "session", own, ["o1-pro"]).status_code == 403
+    rows = listed(member.api, "session", own)
+    assert (rows["llm.model"]["value"], rows["llm.fallbackModel"]["value"]) == ("mine", "mine")
+    assert rows["llm.models"]["value"] == ["mine"]
     # and nobody else's session is theirs to see
     others = open_session(alice)
     assert put(member.api, "llm.model", "session", f"sess_{others.pk}", "x").status_code == 404

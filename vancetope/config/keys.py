@@ -101,6 +101,35 @@ FALLBACK_MODEL = register(
     )
 )
 
+# The most names llm.models may list (each may be a label value of /metrics).
+MAX_MODELS = 32
+
+
+def _model_names(value: list[Any]) -> str:
+    if len(value) > MAX_MODELS:
+        return f"at most {MAX_MODELS} model names, not {len(value)}"
+    for index, name in enumerate(value):
+        if not isinstance(name, str) or not name.strip() or name != name.strip():
+            return f"[{index}] must be a model name (a non-empty string), not {name!r}"
+    return ""
+
+
+MODELS = register(
+    SettingKey(
+        name="llm.models",
+        type=SettingType.ARRAY,
+        default=lambda resolved: [],
+        description="Other models a process's params may name (zaphod's synthesizerModel and "
+        "fallbackModel), besides llm.model and llm.fallbackModel: a param naming any other "
+        "model is refused. A member may set llm.model or llm.fallbackModel for their own "
+        "session only to one of these names. Default: none.",
+        operator=True,
+        check=_model_names,
+    )
+)
+# The keys whose values name a model the Brain asks its provider for.
+MODEL_KEYS = (MODEL, FALLBACK_MODEL, MODELS)
+
 
 def _at_least(low: int) -> Any:
     def check(value: int) -> str:

@@ -6,6 +6,9 @@ key's own scope or a wider one (the environment, the operator's, is the widest).
 a narrower scope was set by someone who may not set the key (a project admin under a tenant's
 key, any tenant under the operator's), so it gets no key: otherwise setting `llm.baseUrl` to a
 listener of one's own would hand over the wider scope's key.
+
+Which models the calls may ask for is the admins' choice too (`configured_models`): llm.model,
+llm.fallbackModel and llm.models; a param that picks a model names one of them.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from vancetope.config import keys
 from vancetope.config.cascade import DEFAULT, Chain, Effective, Resolved, effective
 from vancetope.config.models import CASCADE
+from vancetope.errors import BadRequest
 from vancetope.llm.factory import LlmConfig
 from vancetope.tenancy.models import Project
 
@@ -54,3 +58,37 @@ def _why_withheld(url: Resolved, key: Resolved) -> str:
 def project_settings(project: Project) -> Effective:
     """Every key as the project sees it (project → group → tenant → default)."""
     return effective(Chain(project.tenant_id, project.group_id, project.pk))
+
+
+def configured_models(cascade: Effective) -> list[str]:
+    """The model names a process of this scope may ask for: llm.model, llm.fallbackModel and
+    llm.models, each written by an admin (a member sets the first two for their own session
+    only to a name configured above it: vancetope/config/services.py)."""
+    found: list[str] = []
+    for key in keys.MODEL_KEYS:
+        value = cascade.value(key.name)
+        for name in value if isinstance(value, list) else [value]:
+            if isinstance(name, str) and name and name not in found:
+                found.append(name)
+    return found
+
+
+def check_model_choice(cascade: Effective, field: str, value: object) -> None:
+    """A model a caller picks (a process param that names one) must be one of the configured
+    ones ("" is the configured model itself); otherwise a 400 naming `field`."""
+    if value == "":
+        return
+    configured = configured_models(cascade)
+    if isinstance(value, str) and value in configured:
+        return
+    listed = ", ".join(configured) or "none"
+    raise BadRequest.naming(
+        field,
+        f"{value!r} is not a configured model; configured: {listed} (the settings llm.model, "
+        "llm.fallbackModel and llm.models, which admins set)",
+    )
+
+
+def session_settings(project: Project, session_id: int | None) -> Effective:
+    """Every key as a session of `project` sees it (session → project → group → tenant)."""
+    return effective(Chain(project.tenant_id, project.group_id, project.pk, session_id))

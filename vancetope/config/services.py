@@ -6,7 +6,9 @@ same transaction, so every lane's next lease sees the change.
 
 Who may write: at tenant and group scope the tenant's admins; at project scope the project's
 admins (and the tenant's); at session scope the session's owner, except the `operator` keys
-(where the Brain connects, with which key), which need an admin of the session's project.
+(where the Brain connects, with which key, which other models params may name), which need an
+admin of the session's project, and a model (llm.model, llm.fallbackModel) the project has not
+configured, which needs one too.
 Every member of a tenant reads the effective values of the scopes they see; secrets read as
 "***".
 """
@@ -20,8 +22,9 @@ from django.apps import apps
 from django.db import transaction
 from django.utils import timezone
 
-from vancetope.config import secrets
+from vancetope.config import keys, secrets
 from vancetope.config.cascade import Chain, Effective, effective
+from vancetope.config.llm import configured_models, project_settings
 from vancetope.config.models import Scope, Setting, SettingsRevision
 from vancetope.config.registry import SettingKey, get_key
 from vancetope.errors import BadRequest, Forbidden, NotFound
@@ -172,6 +175,26 @@ def check_may_write(user: AnyUser, target: Target, key: SettingKey) -> None:
             )
 
 
+def check_session_model(user: AnyUser, target: Target, key: SettingKey, value: Any) -> None:
+    """A member sets llm.model or llm.fallbackModel for their own session only to a model
+    configured above it (the project's llm.model, llm.fallbackModel, llm.models): the calls go
+    to the operator's or the project's provider with its key, so which models they may cost is
+    the admins' choice (403 otherwise)."""
+    if target.scope != Scope.SESSION or key not in (keys.MODEL, keys.FALLBACK_MODEL):
+        return
+    assert target.project is not None
+    if is_project_admin(user, target.project):
+        return
+    configured = configured_models(project_settings(target.project))
+    if value == "" or value in configured:
+        return
+    raise Forbidden(
+        f"only admins of {target.project.public_id} or its tenant set {key.name} at session "
+        f"scope to a model the project has not configured ({value!r}; configured: "
+        f"{', '.join(configured) or 'none'}: llm.model, llm.fallbackModel, llm.models)"
+    )
+
+
 def settings_at(user: AnyUser, scope: str | None, scope_id: str | None) -> tuple[Target, Effective]:
     """Every key's effective value at the scope the caller names."""
     target = check_target(user, scope, scope_id)
@@ -184,6 +207,7 @@ def set_setting(
     key = get_key(name)
     target = check_target(user, scope, scope_id)
     check_may_write(user, target, key)
+    check_session_model(user, target, key, value)
     do_set(key, target.scope, target.scope_id, target.chain.tenant_id, value, by=user)
     return target, effective(target.chain)
 
