@@ -92,6 +92,11 @@ class ThinkEngine(ABC):
     # by its default, and reaches ctx.settings unprefixed; recipe and process params still
     # override it.
     setting_descriptions: ClassVar[dict[str, str]] = {}
+    # The params that name a model its calls ask for (`ctx.llm`'s `model=`): a process is
+    # created only if each names a configured one (the settings llm.model, llm.fallbackModel,
+    # llm.models), else the create is a 400 naming `params.<name>`. An engine passes no other
+    # value as a call's model.
+    model_params: ClassVar[tuple[str, ...]] = ()
     # Its children's reports that are pending at once are steered in one turn: one `steer`
     # each, in order, on one context, then one commit that consumes them all (an engine that
     # waits on many children, marvin, would otherwise pay a turn's commit per report). Its

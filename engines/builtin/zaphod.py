@@ -15,8 +15,10 @@
   `council_synthesis` call (consensus, differences attributed to heads, conclusion, minority
   report); it is rendered as Markdown, the report. A synthesize call that fails (the provider,
   or no valid call after its retry) is made once more with the fallback model
-  (`params.fallbackModel`, else VANCETOPE_LLM_FALLBACK_MODEL) before the council fails with
-  both errors.
+  (`params.fallbackModel`, else the setting llm.fallbackModel) before the council fails with
+  both errors. `params.synthesizerModel` and `params.fallbackModel` may name only configured
+  models (llm.model, llm.fallbackModel, llm.models): the create refuses any other
+  (`model_params`).
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ class Zaphod(ThinkEngine):
     contract: ClassVar[Contract] = Contract(
         goal="should we ship on Friday?", params={"headRecipe": "ford"}
     )
+    # They choose the synthesizer's model: only among the configured ones.
+    model_params = ("synthesizerModel", "fallbackModel")
     default_settings = {
         "systemPrompt": (
             "You are Zaphod, the synthesizer of a council. Compare the heads' answers fairly, "

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from engines.base import ParamsRefused
+from engines.base import ParamsRefused, ThinkEngine
 from engines.registry import all_engines, get_engine
 from processes.actions import lifecycle
 from processes.budgets import BUDGETS, BudgetExceeded, Placement, check_spawn
@@ -16,6 +16,7 @@ from processes.models import ThinkProcess
 from recipes_app.services import effective_recipes, resolve_recipe
 from recipes_app.strategies import ProjectDefinitions
 from sessions_app.models import Session, SessionStatus
+from vancetope.config.llm import check_model_choice, session_settings
 from vancetope.errors import BadRequest, Conflict, NotFound
 from vancetope.ids import parse_public_id
 from vancetope.infra import fastsql
@@ -60,6 +61,20 @@ def check_params(params: dict[str, Any]) -> None:
             )
 
 
+def check_model_params(engine: ThinkEngine, params: dict[str, Any], session: Session) -> None:
+    """A param that picks a model (the engine's `model_params`: zaphod's synthesizerModel,
+    fallbackModel) must name one the session's settings configure (llm.model,
+    llm.fallbackModel, llm.models, which admins set): the calls go to the operator's or the
+    project's provider with its key. Any other is a 400 naming `params.<name>`. The settings
+    are read only when such a param is there."""
+    named = [name for name in engine.model_params if params.get(name) not in (None, "")]
+    if not named:
+        return
+    cascade = session_settings(session.project, session.pk)
+    for name in named:
+        check_model_choice(cascade, f"params.{name}", params[name])
+
+
 def create_process(
     session: Session,
     *,
@@ -78,9 +93,10 @@ def create_process(
     (`parent`) is placed in its parent's tree, within the tree's budgets (BudgetExceeded).
     Params the engine refuses (`prepare_params`: a vogon strategy that does not fit its
     schema) are a 400 naming the field, and nothing is created; so are params over the limits
-    (check_params). A process a person asked for (`requested_by`: WebSocket process-create,
-    REST) counts against their process-create limit (VANCETOPE_RATE_PROCESS_CREATE): over it,
-    a 429 and nothing is created. A child a turn spawns (`spawned_by_turn`) belongs to that
+    (check_params) and a param naming a model that is not configured (check_model_params).
+    A process a person asked for (`requested_by`: WebSocket process-create, REST) counts
+    against their process-create limit (VANCETOPE_RATE_PROCESS_CREATE): over it, a 429 and
+    nothing is created. A child a turn spawns (`spawned_by_turn`) belongs to that
     turn until it commits. `run_owner`: the person a system run works for, who reads its
     processes (a child inherits its parent's). `traced=False` (a session's chat process): its
     turns are a trace each, not one trace."""
@@ -98,10 +114,10 @@ def create_process(
     engine_impl = get_engine(chosen.engine)
     if engine_impl is None:
         raise NotFound(f"think engine {chosen.engine!r} is not registered")
+    merged = {**chosen.params, **(params or {})}
+    check_model_params(engine_impl, merged, session)
     try:
-        engine_params = engine_impl.prepare_params(
-            {**chosen.params, **(params or {})}, ProjectDefinitions(session.project)
-        )
+        engine_params = engine_impl.prepare_params(merged, ProjectDefinitions(session.project))
     except ParamsRefused as refused:
         raise BadRequest(str(refused), error="invalid", field=refused.field) from refused
     try:

@@ -20,8 +20,10 @@ from processes.models import ConversationMessage, PendingMessage, ThinkProcess
 from processes.states import CloseReason, Status
 from sessions_app.models import Session, SessionEvent
 from sessions_app.services import FingerprintData
+from tests.config.helpers import set_value
 from tests.support.tenancy import open_session
 from tests.support.waiting import at_rest, wait_until
+from vancetope.config.models import Scope
 
 QUESTION = "Should we ship on Friday?"
 ANSWERS = {
@@ -242,7 +244,8 @@ def test_a_council_whose_synthesizer_and_fallback_both_fail_fails_with_both_erro
             {"step": "synthesize", "reply": "I would rather not."},
         ]
     )
-    # when the council (with its fallback as a param) is asked
+    # when the council (with its fallback, a model the project configures, as a param) is asked
+    set_value("llm.models", Scope.PROJECT, alice.project, ["backup-model"])
     failed = at_rest(council(open_session(alice), fallbackModel="backup-model").pk, Status.CLOSED)
     # then it fails with both errors
     assert failed.close_reason == CloseReason.FAILED
