@@ -18,6 +18,7 @@ from vancetope.config.cascade import DEFAULT, Chain, Effective, Resolved, effect
 from vancetope.config.models import CASCADE
 from vancetope.errors import BadRequest
 from vancetope.llm.factory import LlmConfig
+from vancetope.observability import metrics
 from vancetope.tenancy.models import Project
 
 # How wide each scope is: the narrowest 0, the environment's default the widest.
@@ -29,6 +30,8 @@ def llm_config(cascade: Effective) -> LlmConfig:
     url = cascade[keys.BASE_URL.name]
     key = cascade[keys.API_KEY.name]
     withheld = "" if not key.value or _may_receive(url, key) else _why_withheld(url, key)
+    # The names /metrics may show as a call's model (any other counts as `other`).
+    metrics.allow_models(configured_models(cascade))
     return LlmConfig(
         kind=str(cascade.value(keys.PROVIDER.name)),
         model=str(cascade.value(keys.MODEL.name)),

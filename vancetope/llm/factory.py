@@ -34,6 +34,7 @@ from vancetope.llm.base import (
 from vancetope.llm.local_model import LocalModelProblem, resolve_model
 from vancetope.llm.script_rules import resolve_script
 from vancetope.llm.scripted import ScriptedProvider
+from vancetope.observability import metrics
 
 PROVIDER_KINDS = ("scripted", "openai", "anthropic", "local")
 # Providers kept (one per configuration in use: a few projects with their own models or keys).
@@ -170,6 +171,9 @@ def _cached(key: tuple[Any, ...]) -> LlmProvider:
         provider = _cache.get(key)
         if provider is None:
             provider = _cache[key] = _build_provider(key)
+            # Its model (the configured one, else the provider's own default) is a name
+            # /metrics shows.
+            metrics.allow_models([provider.model])
             while len(_cache) > CACHED_PROVIDERS:
                 _cache.popitem(last=False)
         else:

@@ -1,7 +1,10 @@
 """Prometheus metrics of the Brain's own events, counted where they happen.
 
 Every label is bounded: engines, outcomes, providers, models, projects (their public ids),
-tool names, kinds, reasons; never a process, session or run id. The counters live in this OS
+tool names, kinds, reasons; never a process, session or run id. A call's `model` is one of the
+configured names (`allow_models`: the settings llm.model, llm.fallbackModel and llm.models as a
+process's settings resolved them, each provider's own default), else `other`, so whatever a
+call names can never add a series. The counters live in this OS
 process; with `PROMETHEUS_MULTIPROC_DIR` set (for the Brain and its Celery workers)
 prometheus-client keeps them in files in that directory, and `/metrics`
 (vancetope/metrics_endpoint.py) adds up every process's. `VANCETOPE_METRICS=false` turns
@@ -12,6 +15,9 @@ counted here but read when `/metrics` is scraped.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
 
 from django.conf import settings
 from prometheus_client import Counter, Histogram
@@ -72,6 +78,30 @@ RUNS_FINISHED = Counter(
 
 _enabled: bool | None = None
 
+# The model names the `model` label takes (at most MODEL_LABELS; any other is OTHER_MODEL).
+MODEL_LABELS = 256
+OTHER_MODEL = "other"
+_models: set[str] = {""}
+_models_lock = threading.Lock()
+
+
+def allow_models(names: Iterable[str]) -> None:
+    """Names that are configured (vancetope/config/llm.py, vancetope/llm/factory.py): a call
+    of one of them is counted under its name."""
+    fresh = [name for name in names if name not in _models]
+    if not fresh:
+        return
+    with _models_lock:
+        for name in fresh:
+            if len(_models) >= MODEL_LABELS:
+                break
+            _models.add(name)
+
+
+def model_label(model: str) -> str:
+    """The `model` label of a call of `model`: its name if configured, else `other`."""
+    return model if model in _models else OTHER_MODEL
+
 
 def enabled() -> bool:
     global _enabled
@@ -100,6 +130,7 @@ def llm_call(
     provider: str, model: str, project: str, outcome: str, input_tokens: int, output_tokens: int
 ) -> None:
     if enabled():
+        model = model_label(model)
         LLM_CALLS.labels(provider, model, project, outcome).inc()
         if input_tokens:
             LLM_TOKENS.labels(provider, model, project, "input").inc(input_tokens)
