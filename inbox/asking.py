@@ -20,6 +20,8 @@ from inbox.services import TITLE_MAX, post_item
 from inbox.transitions import InboxCall
 from processes.models import ThinkProcess
 from processes.states import Status
+from vancetope.tools.models import ToolCall
+from vancetope.tools.replay import question_of
 
 log = logging.getLogger(__name__)
 
@@ -61,4 +63,18 @@ def ask_for_root(process: ThinkProcess) -> InboxItem | None:
         title = title[: TITLE_MAX - 1] + "…"
     item = post_item(process, kind, title, question, answer_as_steer=True)
     log.info("%s asked its person: %s", process.public_id, item.public_id)
+    return item
+
+
+def ask_about_call(process: ThinkProcess, call: ToolCall) -> InboxItem | None:
+    """The APPROVAL a process asks of its person about a call its Brain's stop left uncertain
+    (processes/actions/uncertain.py), or None when an OPEN item asks about it already (its
+    turn was retried again before the answer)."""
+    if InboxItem.objects.filter(about=call.public_id, status=InboxStatus.OPEN).exists():
+        return None
+    title = f"{process.public_id} asks: run {call.tool} again?"
+    if len(title) > TITLE_MAX:
+        title = title[: TITLE_MAX - 1] + "…"
+    item = post_item(process, InboxKind.APPROVAL, title, question_of(call), about=call.public_id)
+    log.info("%s asked about %s: %s", process.public_id, call.public_id, item.public_id)
     return item

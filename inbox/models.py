@@ -70,6 +70,10 @@ class InboxItem(models.Model):
     # The process whose question it is when another posted it for it (arthur or vogon passing
     # a worker's question on, whose answer they pass down): tp_N; "" when the poster asked.
     asked_by = models.CharField(max_length=32, blank=True)
+    # The tool call (call_N) an item asks about: the Brain asked whether to run again a call
+    # its stop left uncertain; the answer settles that call (processes/actions/uncertain.py)
+    # instead of reaching the process's engine. "" for every other item.
+    about = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

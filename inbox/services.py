@@ -24,6 +24,7 @@ from inbox.answers import SHAPES, checked_answer, rendered
 from inbox.models import InboxItem, InboxKind, InboxStatus
 from inbox.transitions import InboxCall
 from processes.actions.pending import deliver
+from processes.actions.uncertain import settle_uncertain_call
 from processes.actions.undo import TakenBack
 from processes.models import PendingKind, ThinkProcess
 from vancetope.dispatch import send_robust_logged
@@ -99,6 +100,7 @@ def post_item(
     user: Any = None,
     answer_as_steer: bool = False,
     asked_by: str = "",
+    about: str = "",
 ) -> InboxItem:
     """A new OPEN item of the process's session's owner (or of `user`: the person a system
     run works for), announced to their open sessions. A kind, title, option or default
@@ -107,6 +109,7 @@ def post_item(
     session = process.session
     item = _checked_item(kind, title, body, options, expires_at, default_action)
     item.answer_as_steer = answer_as_steer
+    item.about = about
     item.asked_by = asked_by if asked_by != process.public_id else ""
     item.project_id = session.project_id
     item.user_id = user.pk if user is not None else session.owner_id
@@ -231,6 +234,10 @@ def _deliver(item: InboxItem, answer: dict[str, Any], text: str, by: Any) -> dic
     receiver of a process-less item's origin; the item's changes that say whether it got
     there."""
     payload = {"text": text, "itemId": item.public_id, "answer": answer}
+    if item.about and answer:
+        # The Brain asked about a call its stop left uncertain: the answer settles the call.
+        settled = settle_uncertain_call(item.about, approve=answer.get("decision") == "approve")
+        return {"origin_delivered": not settled, "origin_note": settled}
     if item.origin_process_id is None and answer:
         notes = signals.origin_answered.send(InboxItem, item=item, answer=answer, by=by)
         note = next((found for _receiver, found in notes if found is not None), None)

@@ -44,3 +44,10 @@ quota_turn = Signal(use_caching=True)
 # ThinkEngineContext). An app that owns a part of the context sets it here: the inbox
 # `ctx.inbox`, spaces `ctx.space`. Sent with `send`: a part that fails to build fails the turn.
 context_built = Signal()
+
+# A retried turn met a MUTATING tool call that the Brain's stop left without a result, and that
+# may not run again blindly: the process went BLOCKED, its message pending, until its person
+# decides. Sent after that commit with `process` and `call` (the ToolCall row, UNCERTAIN). Sent
+# robustly: a receiver's failure is logged (the inbox posts the APPROVAL that asks; its answer
+# settles the call, processes/actions/uncertain.py).
+call_uncertain = Signal()

@@ -99,6 +99,10 @@ class ToolCallEvent(EventData):
     processId: str
     tool: str
     arguments: dict[str, Any]
+    # For a tool registered `idempotent: true`: the same key each time the Brain sends this
+    # call (a retried turn runs a call its stop left without a result again), so the client
+    # can tell a repeat from a new call.
+    idempotencyKey: str | None = Field(default=None, exclude_if=lambda key: key is None)
 
 
 class NotificationEvent(EventData):

@@ -39,6 +39,9 @@ class ToolSpec(Strict):
     description: Text = ""
     parameters: JsonObject = Field(default_factory=lambda: {"type": "object"})
     safety: Literal["SAFE_PROBE", "MUTATING"] = "MUTATING"
+    # Running it twice has the effect of running it once: a call the Brain's stop left without
+    # a result is sent again (with the same idempotencyKey) instead of asking the person.
+    idempotent: bool = False
 
 
 class Empty(Strict):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import secrets
+from pathlib import Path
 
 
 def env_str(name: str, default: str = "") -> str:
@@ -31,3 +33,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if not value:
         return default
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def secret_key(var_dir: Path) -> str:
+    """SECRET_KEY when given; otherwise one key generated under `var_dir`, kept across
+    restarts."""
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    key_file = var_dir / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()

@@ -8,33 +8,20 @@ REDIS_URL switch to the distributed runtime; the code path is the same in both.
 from __future__ import annotations
 
 import os
-import secrets
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 
 from vancetope import openapi
-from vancetope.env import env_bool, env_float, env_int, env_list, env_str
+from vancetope.env import env_bool, env_float, env_int, env_list, env_str, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VANCETOPE_VAR_DIR", str(BASE_DIR / "var")))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
-def _secret_key() -> str:
-    """Use SECRET_KEY when given; otherwise keep one generated key under var/ across restarts."""
-    configured = env_str("SECRET_KEY")
-    if configured:
-        return configured
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
-
-
-SECRET_KEY = _secret_key()
+SECRET_KEY = secret_key(VAR_DIR)
 DEBUG = env_bool("DEBUG", False)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
@@ -213,6 +200,10 @@ VANCETOPE_TURN_RETRY_SECONDS = env_float("VANCETOPE_TURN_RETRY_SECONDS", 0.5)
 # Conversations each worker OS process keeps in memory for the next turn of their process, in
 # MB (processes/capabilities/conversation_cache.py): about 300 KB for a chat of 1,000 turns.
 VANCETOPE_CONVERSATION_CACHE_MB = env_float("VANCETOPE_CONVERSATION_CACHE_MB", 128.0)
+# Journal each turn's LLM completions and tool calls with its message, so that a retried turn
+# replays them instead of asking the model again or running a tool twice
+# (processes/lane/journal.py). Off only to measure its cost (bench/turn_overhead.py).
+VANCETOPE_TURN_JOURNAL = env_bool("VANCETOPE_TURN_JOURNAL", True)
 
 # --- process trees -----------------------------------------------------------
 # Budgets of a tree of processes (a process that spawns children, and all of theirs); a recipe's

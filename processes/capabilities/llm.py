@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 import jsonschema
 
 from engines.capabilities import StructuredOutputError
 from engines.context import TurnUsage
 from sessions_app.event_sink import EventSink
+from vancetope import failpoints
 from vancetope.errors import TurnControl
 from vancetope.llm.assembly import (
     Assembled,
@@ -27,12 +28,14 @@ from vancetope.llm.base import (
     CallInfo,
     Completion,
     ForcedToolRefused,
+    LlmError,
     LlmMessage,
     LlmProvider,
     MalformedToolCall,
     TextDelta,
     ToolCall,
     ToolSchema,
+    Usage,
 )
 from vancetope.llm.estimate import estimate_tokens
 from vancetope.llm.tokens import Tokens
@@ -60,6 +63,21 @@ def validator_of(schema: dict[str, Any]) -> Any:
     return validator
 
 
+class LlmJournal(Protocol):
+    """The journal of the turn attempt whose calls these are (processes/lane/journal.py)."""
+
+    def take_step(self) -> int: ...
+
+    def completion(self, step: int, name: str) -> Completion | None: ...
+
+    def record_completion(self, step: int, name: str, completion: Completion) -> None: ...
+
+
+@dataclass(frozen=True)
+class ReplayedText(TextDelta):
+    """Text answered from the journal: the client saw it stream the first time."""
+
+
 class LlmAccess:
     def __init__(
         self,
@@ -74,8 +92,11 @@ class LlmAccess:
         folded: Callable[[], Folded | None] | None = None,
         history: Callable[[], list[LlmMessage]] | None = None,
         model_size: str = "auto",
+        journal: LlmJournal | None = None,
     ) -> None:
         self.provider = provider
+        # A retried turn's calls are answered from its journal, in order, while they match.
+        self._journal = journal
         self.fallback_model = fallback_model
         # The llm.modelSize setting, "auto" deciding by the table of well-known small models.
         self.small_model = (
@@ -115,6 +136,51 @@ class LlmAccess:
     ) -> Iterator[TextDelta | ToolCall]:
         # What the turn has to say (its start, the user's message) is out before the wait.
         self._events.store_held()
+        journal = self._journal
+        if journal is None:
+            yield from self._live(messages, tools, step, model, force_tool)
+            return
+        index = journal.take_step()
+        recorded = journal.completion(index, step)
+        if recorded is not None:
+            yield from self._replayed(recorded)
+            return
+        answer = _Answer()
+        try:
+            yield from self._live(messages, tools, step, model, force_tool, answer)
+        except (MalformedToolCall, ForcedToolRefused) as refused:
+            # An answer the engine handles (structured steps do): the same for a retry.
+            journal.record_completion(index, step, answer.completion(refused))
+            raise
+        journal.record_completion(index, step, answer.completion())
+
+    def _replayed(self, recorded: Completion) -> Iterator[TextDelta | ToolCall]:
+        """A completion answered from the journal: no request, nothing streamed to the client
+        again. Its tokens were spent by an attempt that did not commit, and count once, with
+        the turn that does."""
+        self._usage.prompt_tokens += recorded.usage.prompt_tokens
+        self._usage.completion_tokens += recorded.usage.completion_tokens
+        self._usage.llm_calls += 1
+        self._usage.estimated = self._usage.estimated or recorded.usage.estimated
+        if recorded.text:
+            yield ReplayedText(recorded.text)
+        yield from recorded.tool_calls
+        if recorded.malformed:
+            raise MalformedToolCall(recorded.malformed)
+        if recorded.refused:
+            raise ForcedToolRefused(recorded.refused)
+
+    def _live(
+        self,
+        messages: list[LlmMessage],
+        tools: list[ToolSchema] | None,
+        step: str,
+        model: str,
+        force_tool: str | None,
+        into: _Answer | None = None,
+    ) -> Iterator[TextDelta | ToolCall]:
+        """The call made to the provider; what it answers is collected `into` a completion
+        (for the journal) as it streams."""
         if self._before_call is not None:
             self._before_call()
         assembled = self._assemble(messages, tools, model, force_tool)
@@ -126,14 +192,22 @@ class LlmAccess:
         if assembled is not None:
             self._usage.last_call = assembled.report() | {"step": step}
             watch.assembled(self._usage.last_call)
+        arriving = True
         try:
             for item in self.provider.stream(messages, tools, info, force_tool=force_tool):
                 if isinstance(item, TextDelta | ToolCall):
                     watch.saw(item)
+                    if into is not None:
+                        into.saw(item)
                     yield item
+                    if arriving:  # the answer has begun to arrive
+                        failpoints.reach("llm-streaming")
+                        arriving = False
                     self._boundary()
                 else:
                     watch.usage = item
+                    if into is not None:
+                        into.usage = _added(into.usage, item)
                     self._usage.prompt_tokens += item.prompt_tokens
                     self._usage.completion_tokens += item.completion_tokens
                     self._usage.estimated = self._usage.estimated or item.estimated
@@ -236,7 +310,7 @@ class LlmAccess:
         for item in self.stream(messages, tools, step=step, model=model, force_tool=force_tool):
             if isinstance(item, TextDelta):
                 parts.append(item.text)
-                if stream_to_client and item.text:
+                if stream_to_client and item.text and not isinstance(item, ReplayedText):
                     self._events.chat_delta(item.text)
             else:
                 completion.tool_calls.append(item)
@@ -309,3 +383,34 @@ class LlmAccess:
             )
         except MalformedToolCall as malformed:
             return Completion(malformed=str(malformed))
+
+
+@dataclass
+class _Answer:
+    """What a live call answered, collected for the journal as it streams."""
+
+    parts: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=lambda: Usage(0, 0))
+
+    def saw(self, item: TextDelta | ToolCall) -> None:
+        if isinstance(item, TextDelta):
+            self.parts.append(item.text)
+        else:
+            self.tool_calls.append(item)
+
+    def completion(self, refused: LlmError | None = None) -> Completion:
+        completion = Completion("".join(self.parts), list(self.tool_calls), self.usage)
+        if isinstance(refused, MalformedToolCall):
+            completion.malformed = str(refused)
+        elif refused is not None:
+            completion.refused = str(refused)
+        return completion
+
+
+def _added(total: Usage, item: Usage) -> Usage:
+    return Usage(
+        total.prompt_tokens + item.prompt_tokens,
+        total.completion_tokens + item.completion_tokens,
+        total.estimated or item.estimated,
+    )

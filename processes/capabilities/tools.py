@@ -11,7 +11,9 @@ from processes.queries import session_facts
 from sessions_app.events import emit_event
 from sessions_app.models import Session, SessionStatus
 from vancetope.infra import fastsql
-from vancetope.tools.dispatch import Appender, Caller, ClientSide, EventOut, ToolBox
+from vancetope.tools.caller import Appender, Caller, ClientSide, EventOut
+from vancetope.tools.dispatch import ToolBox
+from vancetope.tools.replay import CallJournal
 
 if TYPE_CHECKING:
     from processes.lane.lease import SessionClient
@@ -109,6 +111,7 @@ def toolbox_for(
     events: EventOut | None = None,
     client: SessionClient | None = None,
     health_revision: int | None = None,
+    journal: CallJournal | None = None,
 ) -> ToolBox:
     """`client`, `health_revision`: what the lane's lease read of the session's client and
     the tool health revision (None: read when first needed)."""
@@ -126,4 +129,5 @@ def toolbox_for(
         user_client=user_client,
         emit_to_session=emit_event,
         health_revision=health_revision,
+        journal=journal,
     )

@@ -23,10 +23,12 @@ from processes.lane import snapshots, wake_listeners
 from processes.lane.compaction import due as compaction_due
 from processes.lane.context_builder import Prepared
 from processes.lane.dispatch import start_later
+from processes.lane.journal import stripped
 from processes.models import ConversationMessage, PendingKind, PendingMessage, ThinkProcess
 from processes.queries import next_pendings
 from processes.states import TURN_OUTCOMES, Call, CloseReason, Status
 from protocol.outbound import Event
+from vancetope import failpoints
 from vancetope.infra import fastsql
 
 
@@ -96,6 +98,7 @@ def commit_turn(
     (or an interrupt is waiting, or the engine ended the process), the same transaction ends
     the run: the process leaves RUNNING and the lane is let go. The wake's listeners hear of
     the commit in it (`wake`)."""
+    failpoints.reach("turn-committing")
     ctx, events = prepared.ctx, prepared.events
     now = timezone.now()
     # A turn whose call came near its window keeps the lane past its run's end, for the
@@ -153,6 +156,10 @@ def commit_turn(
         if snapshot is not None:
             consuming["undo_snapshot"] = snapshot
         ids = [message.pk for message in messages]
+        journal = prepared.journal
+        if journal is not None and journal.written and len(ids) == 1:
+            # The journal goes with the statement that consumes its message.
+            consuming["payload"] = stripped(journal.message.payload)
         consumed = fastsql.update(
             PendingMessage,
             f"{{id}} IN ({', '.join(['%s'] * len(ids))}) AND {{consumed}} = %s",
@@ -162,6 +169,11 @@ def commit_turn(
         if consumed != len(ids):
             seqs = ", ".join(f"#{message.seq}" for message in messages)
             raise lanes.LeaseLost(f"message {seqs} of {process.public_id} already consumed")
+        if journal is not None and journal.written and len(ids) > 1:
+            first = journal.message
+            fastsql.update(
+                PendingMessage, "{id} = %s", [first.pk], {"payload": stripped(first.payload)}
+            )
         if snapshot is not None and snapshots.prune_due(process.consumed_count + len(ids)):
             snapshots.prune(process.pk)
         start_spawned(prepared)

@@ -25,7 +25,8 @@ from processes.capabilities.recall import recall_index
 from processes.capabilities.tools import acting_user_of, toolbox_for
 from processes.lane import lease as lanes
 from processes.lane.interrupts import Boundary
-from processes.models import ThinkProcess
+from processes.lane.journal import TurnJournal, journal_enabled
+from processes.models import PendingMessage, ThinkProcess
 from processes.presenters import active_compaction
 from processes.queries import session_facts
 from processes.signals import context_built
@@ -90,6 +91,8 @@ class Prepared:
     # engine changed them (vogon's strategyState), so an operator's edit of a process's params
     # is never undone by a call that did not touch them.
     params_found: dict[str, Any]
+    # The journal of the turn's attempt at its message (None: a lifecycle call, or off).
+    journal: TurnJournal | None = None
 
     def engine_params_changes(self) -> dict[str, Any]:
         """The commit's change of engine_params, if the engine made one."""
@@ -103,9 +106,12 @@ def build_context(
     keeper: lanes.LeaseKeeper,
     queue_turn: Callable[[str], None],
     opening: Callable[[], list[Event]] | None = None,
+    message: PendingMessage | None = None,
 ) -> Prepared:
     """`opening` runs inside the transaction that stores the call's first events (the lane
-    starts its run that way)."""
+    starts its run that way). `message`: the pending message a turn answers, whose journal
+    the turn's calls replay and extend (processes/lane/journal.py); None for a lifecycle
+    call."""
     facts = session_facts(process.session_id)
     events = EventSink(
         process.session_id,
@@ -131,6 +137,11 @@ def build_context(
     if lease is not None:
         client, lease.session_client = lease.session_client, None
     cascade = session_values(process.session_id, revision)
+    journal = (
+        TurnJournal(message, lease, events)
+        if message is not None and lease is not None and journal_enabled()
+        else None
+    )
     llm = LlmAccess(
         get_provider(llm_config(cascade)),
         events,
@@ -143,6 +154,7 @@ def build_context(
         model_size=str(cascade.value(keys.MODEL_SIZE.name)),
         folded=lambda: compaction_of(process.pk, (process.conversation_epoch, process.folds)),
         history=conversation.history,
+        journal=journal,
     )
     ctx = ThinkEngineContext(
         process=process,
@@ -159,6 +171,7 @@ def build_context(
             events=events,
             client=client,
             health_revision=lease.tool_health_revision if lease is not None else None,
+            journal=journal,
         ),
         processes=children,
         queue_turn=queue_turn,
@@ -172,7 +185,8 @@ def build_context(
     if cascade.value(keys.RECALL.name):
         state = (process.conversation_epoch, process.folds)
         llm.recall = lambda text, folded: recall_index(process.pk, state, folded).search(text)
-    return Prepared(ctx, conversation, events, children, llm, copy.deepcopy(process.engine_params))
+    params = copy.deepcopy(process.engine_params)
+    return Prepared(ctx, conversation, events, children, llm, params, journal)
 
 
 # The active compaction of recently driven processes, by (process, (conversation epoch, folds)):

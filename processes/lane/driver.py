@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from engines import messages
 from engines.base import ThinkEngine
+from processes import signals
 from processes.actions import lifecycle
 from processes.actions.pending import queue_own_turn
 from processes.actions.reports import report_to_parent
@@ -28,6 +29,7 @@ from processes.lane.commit import commit_turn, lease_transition, spent
 from processes.lane.compaction import compact
 from processes.lane.context_builder import Prepared, build_context, engine_of
 from processes.lane.interrupts import TurnInterrupted, interrupt_is_fresh
+from processes.lane.journal import ANNOUNCED
 from processes.lane.worker import is_stopping
 from processes.models import PendingKind, PendingMessage, ThinkProcess
 from processes.queries import has_work, load_process, next_pendings
@@ -35,11 +37,13 @@ from processes.recovery import expire_if_stale, remove_abandoned_spawns
 from processes.states import WAKE_ON_MESSAGE, Call, CloseReason, Status
 from protocol.outbound import Event, NotificationEvent, event
 from sessions_app.events import emit_events
+from vancetope.dispatch import send_robust_logged
 from vancetope.llm.base import LlmError
 from vancetope.llm.factory import LlmConfigError
 from vancetope.observability import logs
 from vancetope.redact import redact
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired
+from vancetope.tools.replay import UncertainCall
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +51,6 @@ log = logging.getLogger(__name__)
 MAX_TURN_ATTEMPTS = 3
 # Parent reports one turn of an engine that coalesces them steers at most.
 COALESCED_REPORTS = 16
-# The pending message's payload key for what its failed attempts already sent.
-ANNOUNCED = "announced"
 
 
 def typed(message: PendingMessage) -> messages.PendingMessage:
@@ -56,7 +58,11 @@ def typed(message: PendingMessage) -> messages.PendingMessage:
 
 
 def prepare(
-    engine: ThinkEngine, process: ThinkProcess, keeper: lanes.LeaseKeeper, run: Run | None = None
+    engine: ThinkEngine,
+    process: ThinkProcess,
+    keeper: lanes.LeaseKeeper,
+    run: Run | None = None,
+    message: PendingMessage | None = None,
 ) -> Prepared:
     return build_context(
         engine,
@@ -64,6 +70,7 @@ def prepare(
         keeper,
         queue_turn=lambda text: queue_own_turn(process.pk, text),
         opening=run.start if run is not None and not run.started else None,
+        message=message,
     )
 
 
@@ -131,7 +138,7 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
         with observe.TurnWatch(process, message, facts) as watch:
             if not turns and not failures:
                 watch.woken()
-            prepared = prepare(engine, process, keeper, run)
+            prepared = prepare(engine, process, keeper, run, message)
             prepared.events.skip_repeats(announced_for(message))
             if not failures:  # a retry keeps the state as it was before the first attempt
                 snapshot = snapshots.before_turn(process, message, prepared.params_found)
@@ -156,6 +163,11 @@ def _drain(process_id: int, keeper: lanes.LeaseKeeper) -> int:
                     continue
                 process.last_error = needed.reason
                 _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
+                return turns
+            except UncertainCall as uncertain:
+                # Not retried until its person decides: the message stays pending.
+                watch.outcome = "blocked"
+                _ask_about(process, lease, run, prepared, message, uncertain)
                 return turns
             except AwaitingExternal as wait:
                 # await_external: the turn so far is committed, and the process waits BLOCKED.
@@ -227,6 +239,29 @@ def _steer(
             if len(steered) > 1:
                 process.engine_state, process.engine_params = state, copy.deepcopy(params)
             raise
+
+
+def _ask_about(
+    process: ThinkProcess,
+    lease: lanes.Lease,
+    run: Run,
+    prepared: Prepared,
+    message: PendingMessage,
+    uncertain: UncertainCall,
+) -> None:
+    """A call that may have run before the Brain stopped, which may not run again blindly:
+    BLOCKED, saying so, and its person is asked (inbox/receivers.py posts the APPROVAL)."""
+    _forget_spawned(prepared)
+    remember_announced(message, prepared.events.announced)
+    process.last_error = uncertain.question
+    _leave_run(process, lease, run, _waiting_notice(process), Status.BLOCKED)
+    send_robust_logged(
+        signals.call_uncertain,
+        ThinkProcess,
+        process.public_id,
+        process=process,
+        call=uncertain.call,
+    )
 
 
 def _forget_spawned(prepared: Prepared) -> None:

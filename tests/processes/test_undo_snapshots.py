@@ -15,7 +15,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def consuming(captured: Any) -> list[str]:
-    return [q["sql"] for q in captured.captured_queries if shape(q["sql"]) == f"UPDATE {PENDING}"]
+    """The statements that consume a message (the turn's journal writes its message too, before
+    the commit: processes/lane/journal.py)."""
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if shape(q["sql"]) == f"UPDATE {PENDING}" and "consumed_fence" in q["sql"]
+    ]
 
 
 def test_the_snapshot_is_written_by_the_statement_that_consumes_the_message(chat, settings):

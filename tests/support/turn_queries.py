@@ -35,6 +35,9 @@ LANE = [
     f"UPDATE {SESSION}",  # the events' seqs
     f"INSERT {EVENT}",  # process-status RUNNING, the user's chat-message
     "COMMIT",
+    # the LLM's answer, journaled with the message as it arrived (processes/lane/journal.py),
+    # fenced by the lease: a retried turn would replay it rather than ask the model again
+    f"UPDATE {PENDING}",
     # arthur (the chat engine of a person's session) offers tools: who calls and where its
     # client is, and which tools are down, came with the lease (no statement)
     # the commit of the turn, which also ends the run and lets the lane go

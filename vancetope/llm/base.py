@@ -90,6 +90,9 @@ class Completion:
     usage: Usage = field(default_factory=lambda: Usage(0, 0))
     # Why the answer's tool call could not be read (MalformedToolCall); "" when it could.
     malformed: str = ""
+    # Why the server refused to be forced to call the tool (ForcedToolRefused), as a turn's
+    # journal keeps it; "" when it did not.
+    refused: str = ""
 
 
 class LlmError(Exception):

@@ -10,7 +10,8 @@ from vancetope.tools.models import HealthStatus, Safety
 from vancetope.tools.registry import server_tool
 
 if TYPE_CHECKING:
-    from vancetope.tools.dispatch import ToolBox, ToolResult
+    from vancetope.tools.dispatch import ToolBox
+    from vancetope.tools.results import ToolResult
 
 
 @server_tool(
@@ -111,6 +112,8 @@ def tool_health_write(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
         "required": ["key"],
         "additionalProperties": False,
     },
+    # It only marks the turn as waiting: a retried turn runs it again to wait again.
+    turn_local=True,
 )
 def await_external(toolbox: ToolBox, arguments: dict[str, Any]) -> Any:
     key, reason = str(arguments["key"]), str(arguments.get("reason", ""))

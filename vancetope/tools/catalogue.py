@@ -30,6 +30,7 @@ def client_manifests(client_tools: Iterable[dict[str, Any]]) -> list[ToolManifes
             parameters=dict(tool.get("parameters") or {"type": "object"}),
             location=Location.CLIENT,
             safety=Safety(tool.get("safety", Safety.MUTATING)),
+            idempotent=bool(tool.get("idempotent", False)),
         )
         for tool in client_tools
     ]
@@ -54,6 +55,7 @@ def mcp_manifests(project_id: int) -> list[ToolManifest]:
                     parameters=tool.input_schema,
                     location=Location.MCP,
                     safety=Safety.SAFE_PROBE if tool.read_only else Safety.MUTATING,
+                    idempotent=tool.idempotent,
                     mcp_server_id=server.pk,
                     remote_name=tool.name,
                 )

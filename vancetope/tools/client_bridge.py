@@ -28,20 +28,23 @@ GONE = "the client disconnected before answering"
 
 
 def run_client_tool(
-    call: ToolCall, boundary: Callable[[], None], emit: Callable[[str, dict[str, Any]], None]
+    call: ToolCall,
+    boundary: Callable[[], None],
+    emit: Callable[[str, dict[str, Any]], None],
+    idempotency_key: str = "",
 ) -> Any:
     """Send the call to the bound client (as a `tool-call` event of its session, through
-    `emit`) and wait for its answer; raise ToolFailure on an error answer, a timeout or a
-    client that went away."""
-    emit(
-        "tool-call",
-        {
-            "callId": call.public_id,
-            "processId": f"tp_{call.process_id}",
-            "tool": call.tool,
-            "arguments": call.arguments,
-        },
-    )
+    `emit`; with its idempotency key for a tool registered `idempotent`) and wait for its
+    answer; raise ToolFailure on an error answer, a timeout or a client that went away."""
+    sent: dict[str, Any] = {
+        "callId": call.public_id,
+        "processId": f"tp_{call.process_id}",
+        "tool": call.tool,
+        "arguments": call.arguments,
+    }
+    if idempotency_key:
+        sent["idempotencyKey"] = idempotency_key
+    emit("tool-call", sent)
     timeout = float(settings.VANCETOPE_CLIENT_TOOL_TIMEOUT)
     deadline = time.monotonic() + timeout
     delay = POLL_START

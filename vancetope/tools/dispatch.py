@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from contextlib import nullcontext
+from typing import Any
 
 import jsonschema
+from django.db import transaction
 from django.utils import timezone
 
+from vancetope import failpoints
 from vancetope.llm.base import LlmMessage, ToolCall, ToolSchema
 from vancetope.observability import metrics, tracing
 from vancetope.tools import catalogue as cat
-from vancetope.tools import health
+from vancetope.tools import health, replay
+from vancetope.tools.caller import Appender, Caller, ClientSide, EventOut
 from vancetope.tools.checker import Classification, classify
 from vancetope.tools.client_bridge import run_client_tool
 from vancetope.tools.errors import AwaitingExternal, ClientToolRequired, ToolFailure
@@ -39,57 +43,10 @@ from vancetope.tools.models import (
 )
 from vancetope.tools.models import ToolCall as ToolCallRow
 from vancetope.tools.registry import server_tools
-from vancetope.tools.results import as_text, jsonable
+from vancetope.tools.replay import CallJournal
+from vancetope.tools.results import ToolResult, as_text, jsonable
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The process a ToolBox works for, as far as tools need to know it."""
-
-    process_id: int
-    public_id: str
-    session_id: int
-    project_id: int
-    owner_id: int
-    # Service processes (agrajag itself) never queue diagnoses: no loops of diagnosers.
-    category: str = "user"
-    # The user a service process acts for (its spawn's originatingUserId), or None.
-    acting_user_id: int | None = None
-    roles: tuple[str, ...] = ()
-    allowed_add: tuple[str, ...] = ()
-    allowed_remove: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ClientSide:
-    """The session's client as it is now: the tools it registered, and whether it is bound
-    (an open, non-system session) so that its tools may be offered."""
-
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    bound: bool = False
-
-
-class Appender(Protocol):
-    def append(self, message: LlmMessage) -> None: ...
-
-
-class EventOut(Protocol):
-    def store_held(self) -> None: ...
-
-    def emit(self, event: str, data: dict[str, Any]) -> None: ...
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    ok: bool
-    # What the LLM reads: the result as text, or "error: …".
-    content: str
-    data: Any = None
-    error: str = ""
-    classification: str = ""
-    call_id: str = ""
 
 
 class ToolBox:
@@ -108,6 +65,7 @@ class ToolBox:
         user_client: Callable[[int, int], tuple[int, ClientSide] | None] | None = None,
         emit_to_session: Callable[[int, str, dict[str, Any]], Any] | None = None,
         health_revision: int | None = None,
+        journal: CallJournal | None = None,
     ) -> None:
         # Read when a tool is first used (a turn without tools never needs it).
         self._caller_of = caller
@@ -129,6 +87,9 @@ class ToolBox:
         self._client: ClientSide | None = None
         # Set by await_external: the turn ends BLOCKED once its result is answered.
         self.awaiting: AwaitingExternal | None = None
+        # The journal of the turn attempt (None outside a turn): a retried turn's calls are
+        # answered from it (vancetope/tools/replay.py).
+        self._journal = journal
 
     # --- what the process may use ----------------------------------------------------------------
 
@@ -252,14 +213,20 @@ class ToolBox:
         """`session_id`: the session whose client runs a client tool (default: the
         process's own)."""
         name = manifest.name
-        row = ToolCallRow.objects.create(
-            process_id=self.caller.process_id,
-            session_id=session_id or self.caller.session_id,
-            tool=name,
-            location=manifest.location,
-            arguments=arguments,
-            status=CallStatus.PENDING,
-        )
+        row = None
+        journal, step = self._journal, -1
+        if journal is not None:
+            step = journal.take_step()
+            row = journal.recorded_call(step, name, arguments)
+        if row is not None:
+            replayed = replay.decide(row, manifest)
+            if replayed is not None:
+                log.info("%s: %s answered from the journal", self.caller.public_id, row.public_id)
+                return replayed
+            row = replay.run_again(row)
+        else:
+            failpoints.reach("tool-starting")
+            row = self._started(manifest, arguments, session_id, step)
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
@@ -273,6 +240,26 @@ class ToolBox:
                 opened.set_attribute("error.type", result.classification or "failed")
         metrics.tool_call(name, manifest.location, "ok" if result.ok else "failed")
         return result
+
+    def _started(
+        self, manifest: ToolManifest, arguments: dict[str, Any], session_id: int | None, step: int
+    ) -> ToolCallRow:
+        """The call's row, PENDING until it answers; in a turn, journaled with it (both are
+        stored, or neither)."""
+        journal = self._journal
+        with transaction.atomic() if journal is not None else nullcontext():
+            row = ToolCallRow.objects.create(
+                process_id=self.caller.process_id,
+                session_id=session_id or self.caller.session_id,
+                tool=manifest.name,
+                location=manifest.location,
+                arguments=arguments,
+                status=CallStatus.PENDING,
+                idempotency_key=journal.key(step) if journal is not None else uuid.uuid4().hex,
+            )
+            if journal is not None:
+                journal.record_call(step, row.pk)
+        return row
 
     def _attempt(
         self, manifest: ToolManifest, arguments: dict[str, Any], row: ToolCallRow, *, diagnose: bool
@@ -288,9 +275,11 @@ class ToolBox:
         except Exception as exc:  # interrupts and lease loss (TurnControl) pass through
             log.exception("tool %s failed", name)
             return self._failed(row, manifest, f"{type(exc).__name__}: {exc}", "", diagnose)
+        failpoints.reach("tool-ran")
         ToolCallRow.objects.filter(pk=row.pk).exclude(status=CallStatus.OK).update(
             status=CallStatus.OK, result=jsonable(data), finished_at=timezone.now()
         )
+        failpoints.reach("tool-answered")
         log.info("tool %s ok in %.2fs", name, time.monotonic() - started)
         return ToolResult(True, as_text(data), data=data, call_id=row.public_id)
 
@@ -318,17 +307,20 @@ class ToolBox:
     def _run(self, manifest: ToolManifest, arguments: dict[str, Any], row: ToolCallRow) -> Any:
         if manifest.location == Location.SERVER:
             return server_tools()[manifest.name].run(self, arguments)
+        # Only a tool that declares it may be repeated is told the call's key.
+        key = row.idempotency_key if manifest.idempotent else ""
         if manifest.location == Location.CLIENT:
             if row.session_id != self.caller.session_id:
-                return run_client_tool(row, self._boundary, self._emitter_to(row.session_id))
-            return run_client_tool(row, self._boundary, self._emit)
+                emit = self._emitter_to(row.session_id)
+                return run_client_tool(row, self._boundary, emit, key)
+            return run_client_tool(row, self._boundary, self._emit, key)
         server = McpServer.objects.filter(pk=manifest.mcp_server_id or 0, enabled=True).first()
         if server is None:
             raise ToolFailure(
                 f"MCP server of {manifest.name} not found", classification="not-found"
             )
         is_error, text, structured = get_mcp_manager().call_tool(
-            server, manifest.remote_name, arguments
+            server, manifest.remote_name, arguments, idempotency_key=key
         )
         if is_error:
             raise ToolFailure(text or f"MCP tool {manifest.name} reported an error")

@@ -29,7 +29,7 @@ from vancetope.tools.models import (
 )
 
 if TYPE_CHECKING:
-    from vancetope.tools.dispatch import Caller
+    from vancetope.tools.caller import Caller
 
 log = logging.getLogger(__name__)
 

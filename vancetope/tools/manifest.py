@@ -17,6 +17,12 @@ class ToolManifest:
     parameters: dict[str, Any]
     location: Location
     safety: Safety = Safety.MUTATING
+    # Running it twice has the effect of running it once (MCP's idempotentHint, a client tool
+    # registered `idempotent: true`): a call the Brain's stop left without a result runs again,
+    # with the same idempotency key, instead of asking its person (vancetope/tools/replay.py).
+    idempotent: bool = False
+    # Its effect is on the turn alone (await_external): a retried turn runs it again.
+    turn_local: bool = False
     # The process's recipe must carry every one of these roles to see the tool.
     requires_engine_roles: frozenset[str] = frozenset()
     # For MCP tools: the McpServer row and the tool's name on that server.
@@ -37,5 +43,6 @@ class ToolManifest:
             "parameters": self.parameters,
             "location": str(self.location),
             "safety": str(self.safety),
+            "idempotent": self.idempotent,
             "requiresEngineRoles": sorted(self.requires_engine_roles),
         }

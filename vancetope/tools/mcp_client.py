@@ -35,6 +35,8 @@ class McpTool:
     description: str
     input_schema: dict[str, Any]
     read_only: bool
+    # The server's idempotentHint: calling it again with the same arguments changes nothing.
+    idempotent: bool = False
 
 
 @dataclass
@@ -78,11 +80,19 @@ class McpManager:
         return list(connection.tools)
 
     def call_tool(
-        self, server: McpServer, name: str, arguments: dict[str, Any], timeout: float | None = None
+        self,
+        server: McpServer,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float | None = None,
+        *,
+        idempotency_key: str = "",
     ) -> tuple[bool, str, Any]:
-        """Returns (is_error, text, structured content)."""
+        """Returns (is_error, text, structured content). `idempotency_key`: sent in the
+        request's `_meta` (as `idempotencyKey`), for a tool that declares it may be repeated."""
         timeout = timeout or _timeout()
-        call = self._call(server, name, arguments, seconds=timeout)
+        meta = {"idempotencyKey": idempotency_key} if idempotency_key else None
+        call = self._call(server, name, arguments, seconds=timeout, meta=meta)
         return self._submit(call, server, timeout + 5)
 
     def close_all(self) -> None:
@@ -134,6 +144,7 @@ class McpManager:
                         description=tool.description or "",
                         input_schema=dict(tool.input_schema or {"type": "object"}),
                         read_only=bool(tool.annotations and tool.annotations.read_only_hint),
+                        idempotent=bool(tool.annotations and tool.annotations.idempotent_hint),
                     )
                     for tool in listed.tools
                 ]
@@ -149,12 +160,20 @@ class McpManager:
             connection.ready.set()
 
     async def _call(
-        self, server: McpServer, name: str, arguments: dict[str, Any], *, seconds: float
+        self,
+        server: McpServer,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        seconds: float,
+        meta: dict[str, Any] | None = None,
     ) -> tuple[bool, str, Any]:
         connection = await self._connected(server)
         try:
             result = await asyncio.wait_for(
-                connection.session.call_tool(name, arguments, read_timeout_seconds=seconds),
+                connection.session.call_tool(
+                    name, arguments, read_timeout_seconds=seconds, meta=meta
+                ),
                 seconds,
             )
         except TimeoutError as exc:

@@ -28,6 +28,16 @@ class CallStatus(models.TextChoices):
     REFUSED = "REFUSED"  # outside the process's pool or arguments invalid: never ran
     TIMED_OUT = "TIMED_OUT"  # no answer within the timeout; a late result is refused
     CANCELLED = "CANCELLED"  # the turn was interrupted while waiting; a late result is refused
+    # Journaled as started with no result when its turn was retried (the Brain stopped while
+    # it ran): whether it ran is not known, and its person decides (vancetope/tools/replay.py).
+    UNCERTAIN = "UNCERTAIN"
+
+
+class Decision(models.TextChoices):
+    """What the person said of an UNCERTAIN call (the inbox APPROVAL it asked)."""
+
+    RUN_AGAIN = "run-again"  # approved: the retried turn runs it again
+    TREAT_AS_DONE = "treat-as-done"  # rejected: the turn goes on as if it had run
 
 
 class ToolCall(models.Model):
@@ -48,6 +58,12 @@ class ToolCall(models.Model):
     error = models.TextField(blank=True)
     # What the synchronous checker made of a failure (auth, not-found, …, ambiguous).
     classification = models.CharField(max_length=32, blank=True)
+    # Passed to a tool that declares it may be repeated, with every run of this call (MCP
+    # `_meta`, a client tool's `tool-call` event): the same key when a retried turn runs it
+    # again, so the tool can tell a repeat from a new call.
+    idempotency_key = models.CharField(max_length=64, blank=True)
+    # For an UNCERTAIN call: what its person decided ("" until they have).
+    decision = models.CharField(max_length=16, choices=Decision.choices, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -31,9 +31,13 @@ def server_tool(
     *,
     safety: Safety = Safety.MUTATING,
     roles: tuple[str, ...] = (),
+    idempotent: bool = False,
+    turn_local: bool = False,
 ) -> Callable[[ServerFunction], ServerFunction]:
     """Register a function `(toolbox, arguments) -> JSON-able result` as a server tool. It
-    raises ToolFailure (or any exception) to fail."""
+    raises ToolFailure (or any exception) to fail. `idempotent`: running it twice has the
+    effect of once; `turn_local`: its effect is on the turn alone (vancetope/tools/replay.py
+    says what a retried turn does with each)."""
 
     def register(run: ServerFunction) -> ServerFunction:
         manifest = ToolManifest(
@@ -43,6 +47,8 @@ def server_tool(
             location=Location.SERVER,
             safety=safety,
             requires_engine_roles=frozenset(roles),
+            idempotent=idempotent,
+            turn_local=turn_local,
         )
         _server_tools[name] = ServerTool(manifest, run)
         return run
