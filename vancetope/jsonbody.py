@@ -4,9 +4,10 @@ naming where it is, never a 500 from the database later.
 
 No database stores a NUL character in text or JSON (PostgreSQL refuses it; SQLite would store
 what PostgreSQL cannot) nor a lone surrogate (`\\ud800`: JSON may escape one, but it is no
-Unicode text and encodes to no UTF-8), and JSON holds no infinite number (`1e999`). Every JSON
-value a client sends is checked for them once, after it is parsed (`check_json`), so no field,
-model or service has to remember it.
+Unicode text and encodes to no UTF-8), and JSON holds no infinite number (`1e999`) nor one
+Python will not read (an integer of more than 4,300 digits). Every JSON value a client sends is
+checked for them once, after it is parsed (`check_json`), so no field, model or service has to
+remember it; each refusal names the field.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -47,10 +49,32 @@ def storable_text(text: str) -> str:
     return UNSTORABLE.sub("\ufffd", text)
 
 
-def check_json(value: Any, where: str = "") -> None:
-    """BadRequest naming the place (`input.topic`, `tasks.0.title`; `where` is the prefix of
-    every place, `data` or "") of the first string or key that cannot be stored, or the first
-    number that is not finite. Followed without recursion, as deep as the parser went."""
+class LongNumber:
+    """An integer of the JSON text that has more digits than Python reads
+    (`sys.get_int_max_str_digits()`, 4,300 by default), kept as its digits: read_json puts one
+    where such a number was, so that check_json names its place."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: str) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"LongNumber({len(self.digits)} characters)"
+
+
+def _integer(digits: str) -> int | LongNumber:
+    try:
+        return int(digits)
+    except ValueError:
+        return LongNumber(digits)
+
+
+def json_problem(value: Any, where: str = "") -> tuple[str, str] | None:
+    """The place (`input.topic`, `tasks.0.title`; `where` is the prefix of every place, `data`
+    or "") and the problem of the first string or key that cannot be stored, number that is
+    not finite, or number too long to read (a LongNumber); None when there is none. Followed
+    without recursion, as deep as the parser went."""
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, path = stack.pop()
@@ -58,6 +82,10 @@ def check_json(value: Any, where: str = "") -> None:
             problem = text_problem(item)
         elif isinstance(item, float):
             problem = "" if math.isfinite(item) else "must be a finite number"
+        elif isinstance(item, LongNumber):
+            digits = len(item.digits.lstrip("-"))
+            limit = sys.get_int_max_str_digits()
+            problem = f"a number of {digits} digits, more than the {limit} a number may have"
         elif isinstance(item, dict):
             problem = ""
             for key, child in item.items():
@@ -74,25 +102,43 @@ def check_json(value: Any, where: str = "") -> None:
         else:
             continue
         if problem:
-            field = path or "body"
-            raise BadRequest(f"{field}: {problem}", error="invalid", field=field)
+            return path or "body", problem
+    return None
+
+
+def check_json(value: Any, where: str = "") -> None:
+    """BadRequest naming the place of json_problem's first problem (`tasks.0.title: must not
+    contain NUL characters (\\u0000)`), if there is one."""
+    found = json_problem(value, where)
+    if found is not None:
+        field, problem = found
+        raise BadRequest.naming(field, problem)
 
 
 def read_json(text: str | bytes, what: str) -> Any:
-    """`text` parsed, not yet checked; BadRequest naming `what` when it is not JSON or nests
-    deeper than the parser can follow (json.loads raises RecursionError there, not a
-    JSONDecodeError), or holds a number Python will not read (an integer of more than 4,300
-    digits: a ValueError)."""
+    """`text` parsed, not yet checked; BadRequest naming `what` when it is not JSON, not UTF-8,
+    or nests deeper than the parser can follow (json.loads raises RecursionError there, not a
+    JSONDecodeError). An integer of more digits than Python reads (json.loads raises a
+    ValueError) is read as a LongNumber, which check_json refuses naming its place."""
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"{what} is not JSON: {exc.msg} at position {exc.pos}") from exc
     except RecursionError as exc:
         raise BadRequest(f"{what} is nested too deeply to be read") from exc
     except UnicodeDecodeError as exc:
         raise BadRequest(f"{what} is not UTF-8: {exc.reason}") from exc
-    except ValueError as exc:
-        raise BadRequest(f"{what} holds a number too long to be read: {exc}") from exc
+
+
+def _loads(text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except ValueError:
+        # An integer too long to read: read again, each integer on its own (only now: the
+        # parser's own reading is the faster).
+        return json.loads(text, parse_int=_integer)
 
 
 def check_read_json(value: Any, text: str | bytes) -> None:
@@ -125,6 +171,28 @@ def nesting_depth(value: Any) -> int:
         deepest = max(deepest, depth)
         stack.extend((child, depth + 1) for child in children)
     return deepest
+
+
+def deeper_than(value: Any, limit: int) -> str | None:
+    """The place (dotted, as json_problem names places; "" for `value` itself) of the first
+    object or array nested more than `limit` deep in `value`, or None; without recursion."""
+    if nesting_depth(value) <= limit:
+        return None
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
+    while stack:
+        item, depth, path = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.items()
+        elif isinstance(item, list):
+            children = enumerate(item)
+        else:
+            continue
+        if depth > limit:
+            return path
+        stack.extend(
+            (child, depth + 1, f"{path}.{key}" if path else str(key)) for key, child in children
+        )
+    return None
 
 
 class BodyParser(JSONParser):

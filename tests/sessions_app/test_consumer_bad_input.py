@@ -176,7 +176,10 @@ async def test_a_number_of_5000_digits_is_a_400_and_the_socket_stays_open(alice)
     frame = '{"type": "process-unsend", "id": "u", "data": {"processId": "tp_1", "seq": %s}}'
     await client.ws.send_to(text_data=frame.replace("%s", "9" * 5000))
     reply = await client.next_reply()
-    # then it is refused as a number too long to read, and the socket answers on
+    # then it is refused as a number too long to read, naming the field (its id read: the
+    # reply is to it), and the socket answers on
     assert reply["data"]["code"] == 400, reply
-    assert "number" in reply["data"]["message"]
+    assert reply["data"]["message"].startswith("data.seq: a number of 5000 digits")
+    assert reply["data"]["field"] == "data.seq"
+    assert reply["replyTo"] == "u"
     assert (await client.request("process-list"))["type"] == "process-list"
