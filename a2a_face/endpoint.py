@@ -7,8 +7,11 @@ of the SDK's pieces with the person and the agent in its scope:
     GET  /a2a/<project>/<recipe>/.well-known/agent-card.json   the agent's card
     POST /a2a/<project>/<recipe>                                JSON-RPC (1.0 and 0.3 methods)
 
-A request's body is read only up to VANCETOPE_MAX_FRAME_BYTES (as a WebSocket frame): a
-longer one is a 413 with REST's error body, before it is read whole.
+A request's body is read and checked by vancetope/asgi_jsonrpc.py before the SDK sees it: at
+most VANCETOPE_MAX_FRAME_BYTES (as a WebSocket frame; a longer one is a 413 with REST's error
+body, before it is read whole), and holding only what REST and the WebSocket take (a NUL, a lone
+surrogate, a number too long to read or too large for its count, a body nested too deeply or not
+UTF-8 are JSON-RPC errors naming the field, answered as the SDK answers its own).
 
 Every path outside `/a2a/` goes to the wrapped application untouched.
 """
@@ -20,11 +23,12 @@ from typing import Any
 
 from a2a.auth.user import User
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.jsonrpc_models import JSONParseError
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict, build_error_response
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
-from django.conf import settings
+from a2a.utils.errors import A2AError, InvalidParamsError, InvalidRequestError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,6 +37,15 @@ from starlette.routing import Route
 from a2a_face.agents import agent_card, public_agent
 from a2a_face.handler import AGENT, PERSON, ProcessTasks
 from vancetope.asgi_bearer import Scope, authenticated_person, refuse
+from vancetope.asgi_jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Refusal,
+    answer_json,
+    read_request,
+    replay,
+)
 from vancetope.errors import NotFound
 from vancetope.service_calls import call_service
 
@@ -111,54 +124,57 @@ class A2aEndpoint:
         except NotFound as exc:
             await refuse(send, 404, "not-found", exc.message)
             return
-        body = await bounded_body(scope, receive)
+        if scope.get("method") != "POST":
+            await self.agents({**scope, PERSON: user, AGENT: agent}, receive, send)
+            return
+        body = await read_request(
+            scope, receive, send, render=render_refusal, params_check=counts_in_range
+        )
         if body is None:
-            limit = settings.VANCETOPE_MAX_FRAME_BYTES
-            await refuse(
-                send,
-                413,
-                "too-large",
-                f"the request body is over {limit} bytes (VANCETOPE_MAX_FRAME_BYTES, as for a "
-                "WebSocket frame)",
-            )
             return
         await self.agents({**scope, PERSON: user, AGENT: agent}, replay(body, receive), send)
 
 
-async def bounded_body(scope: Scope, receive: Any) -> bytes | None:
-    """The request's body, read up to VANCETOPE_MAX_FRAME_BYTES; None when it is longer (said
-    by its Content-Length, before anything is read, or found while reading a chunked one):
-    a body of any size is never held."""
-    limit = int(settings.VANCETOPE_MAX_FRAME_BYTES)
-    declared = dict(scope.get("headers") or []).get(b"content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+# The counts the SDK keeps in 32-bit fields (by their JSON and their proto names), where they
+# are in `params`: beyond 32 bits its conversion of a 0.3 request fails with an internal error.
+COUNTS = ("historyLength", "history_length", "pageSize", "page_size")
+COUNT_LIMIT = 2**31
+
+
+def counts_in_range(method: str, params: Any) -> tuple[str, str] | None:
+    """The first count of `params` (its own, or its `configuration`'s) beyond 32 bits."""
+    if not isinstance(params, dict):
         return None
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks)  # the client went away: the SDK sees what came
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    for holder, prefix in ((params, ""), (params.get("configuration"), "configuration.")):
+        if not isinstance(holder, dict):
+            continue
+        for name in COUNTS:
+            value = holder.get(name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if not -COUNT_LIMIT <= value < COUNT_LIMIT:
+                return f"{prefix}{name}", f"must be a count below {COUNT_LIMIT}"
+    return None
 
 
-def replay(body: bytes, receive: Any) -> Any:
-    """A `receive` that gives the body read already, then the client's own messages (its
-    disconnect, which a stream of events waits for)."""
-    sent = False
+# The errors of vancetope/asgi_jsonrpc.py as the SDK's 1.0 answers have them (a parse error
+# as its dispatcher answers one: the JSON-RPC model, with no details).
+ERRORS: dict[int, type[A2AError]] = {
+    INVALID_REQUEST: InvalidRequestError,
+    INVALID_PARAMS: InvalidParamsError,
+}
 
-    async def replayed() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        message: dict[str, Any] = await receive()
-        return message
 
-    return replayed
+async def render_refusal(send: Any, refusal: Refusal) -> None:
+    """A refusal as the SDK answers its own errors (HTTP 200): for a 1.0 method (or none read)
+    built by the SDK's own helper, the field in the ErrorInfo of the error's details; for any
+    other (0.3's `message/send`, …) the error object with `data` `{"field": …}`, as its 0.3
+    adapter has it."""
+    if refusal.code == PARSE_ERROR:
+        payload = build_error_response(None, JSONParseError(message=refusal.message))
+    elif not refusal.method or refusal.method in JsonRpcDispatcher.METHOD_TO_MODEL:
+        error = ERRORS[refusal.code](message=refusal.message, data=refusal.data)
+        payload = build_error_response(refusal.request_id, error)
+    else:
+        payload = {"jsonrpc": "2.0", "id": refusal.request_id, "error": refusal.error()}
+    await answer_json(send, 200, payload)

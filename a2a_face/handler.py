@@ -6,7 +6,9 @@ worker thread, and answers the task.
 Errors are A2A errors naming the field: a bad argument is an invalid-params error (-32602)
 whose message starts with the field and whose data is `{"field": …}`; a task that is not the
 person's, or not this agent's, is task-not-found (-32001); a task already over cannot be
-cancelled (-32002) nor take a message (-32004).
+cancelled (-32002) nor take a message (-32004); a rate limit's refusal is -32029 with the wait
+in its data. What no face stores (a NUL, a lone surrogate, …) never reaches here: the endpoint
+refuses it first (vancetope/asgi_jsonrpc.py).
 
 `message/send` waits for the task to settle (VANCETOPE_A2A_WAIT_SECONDS at most) unless asked
 to return at once; `message/stream` sends the task, then an event at each change of its state
@@ -60,6 +62,8 @@ from a2a_face import calls
 from a2a_face.agents import Agent
 from a2a_face.tasks import SETTLED, seen
 from vancetope.errors import BadRequest, BrainError, Conflict, NotFound
+from vancetope.infra.a2a_errors import register_error
+from vancetope.ratelimit import RateLimited
 from vancetope.service_calls import call_service
 
 # The context state keys the endpoint's context builder sets (a2a_face/endpoint.py).
@@ -92,6 +96,22 @@ def message_text(message: Message) -> str:
     return text
 
 
+class RateLimitedError(A2AError):
+    """Over a rate limit (vancetope/ratelimit.py): try again in `data.retryAfter` seconds."""
+
+    message = "rate limited"
+
+
+# A2A has no code for a rate limit: its spec asks only for "appropriate error responses", and
+# none of its errors fits (-32004 unsupported operation would tell a client never to try again,
+# and -32603 that the server failed). So the code is a server-defined one (JSON-RPC's
+# -32000..-32099), outside the -32001..-32009 A2A 1.0 defines: -32029, as 429 is HTTP's, which
+# other JSON-RPC servers use for the same refusal. What a client keys on is the message, the
+# ErrorInfo reason RATE_LIMITED and `data` `{"error": "rate-limited", "retryAfter": seconds}`.
+RATE_LIMITED = -32029
+register_error(RateLimitedError, RATE_LIMITED, "RATE_LIMITED")
+
+
 def _invalid(field: str, message: str) -> InvalidParamsError:
     return InvalidParamsError(message=f"{field}: {message}", data={"field": field})
 
@@ -106,6 +126,10 @@ def a2a_error(exc: BrainError, *, over: type[A2AError] = UnsupportedOperationErr
         return TaskNotFoundError(message=exc.message)
     if isinstance(exc, Conflict):
         return over(message=exc.message)
+    if isinstance(exc, RateLimited):
+        return RateLimitedError(
+            message=exc.message, data={"error": exc.error, "retryAfter": exc.retry_after}
+        )
     return A2AError(message=f"{exc.code} {exc.error}: {exc.message}")
 
 

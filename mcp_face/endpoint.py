@@ -1,8 +1,12 @@
 """`/mcp` under ASGI, in front of Django (as triggers/webhooks/endpoint.py is): the Host header
 and the API token (`Authorization: Bearer <token>`, as REST) are checked before the SDK sees
 the request (vancetope/asgi_bearer.py: none, or a wrong one, is a 401 with the body REST
-answers), and the request goes to the SDK's Streamable HTTP session manager with the person in
-its scope. Every other path goes to the wrapped application untouched.
+answers), then a POST's body is read and checked by vancetope/asgi_jsonrpc.py, as the A2A
+face's is: at most VANCETOPE_MAX_FRAME_BYTES (a longer one is a 413 with REST's error body), and
+holding only what REST and the WebSocket take (a NUL, a lone surrogate, a number too long to
+read, a body nested too deeply or not UTF-8 are JSON-RPC errors naming the field, a tool's
+argument by its name). Then the request goes to the SDK's Streamable HTTP session manager with
+the person in its scope. Every other path goes to the wrapped application untouched.
 
 The session manager runs in a task of the server's event loop, started by the first request
 (daphne serves no ASGI lifespan), and bound to the loop that started it.
@@ -21,6 +25,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_face.identity import SCOPE_KEY
 from mcp_face.server import build_server, session_manager
 from vancetope.asgi_bearer import Scope, authenticated_person
+from vancetope.asgi_jsonrpc import Refusal, answer_json, read_request, replay
 
 PATHS = {"/mcp", "/mcp/"}
 
@@ -46,6 +51,13 @@ class McpEndpoint:
             token="", client_id=f"user_{user.pk}", scopes=[], subject=str(user.pk)
         )
         inner = {**scope, SCOPE_KEY: user, "user": AuthenticatedUser(principal)}
+        if scope.get("method") == "POST":
+            body = await read_request(
+                scope, receive, send, render=render_refusal, field_name=argument_name
+            )
+            if body is None:
+                return
+            receive = replay(body, receive)
         manager = await self._manager()
         await manager.handle_request(inner, receive, send)
 
@@ -58,6 +70,19 @@ class McpEndpoint:
                 await started
                 self.manager = manager
             return self.manager
+
+
+def argument_name(method: str, field: str) -> str:
+    """A field of a tool call's `params` as the tools name it: an argument by its name
+    (`goal`, `values.topic`), as a tool error's `field` names it."""
+    return field.removeprefix("arguments.") if method == "tools/call" else field
+
+
+async def render_refusal(send: Any, refusal: Refusal) -> None:
+    """A refusal as the SDK answers a request it cannot read: an HTTP 400 with the JSON-RPC
+    error (the SDK's client hands it to the caller as the error of its request)."""
+    payload = {"jsonrpc": "2.0", "id": refusal.request_id, "error": refusal.error()}
+    await answer_json(send, 400, payload)
 
 
 async def _run(manager: StreamableHTTPSessionManager, started: asyncio.Future[None]) -> None:

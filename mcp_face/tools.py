@@ -4,9 +4,13 @@ publishes), takes the person from the authenticated request, and calls one funct
 
 A domain error is a tool error (`isError`), never a protocol error nor a 500: its text is the
 message REST would answer, its structured content `{code, error, message, field}` (`field`:
-the argument at fault, when one is). A long deep think is never a call held open:
-`process_create` answers as soon as the process is started; the client polls `process_get`
-(or reads, and listens to, the resource `vancetope://processes/tp_N`) until it is CLOSED.
+the argument at fault, when one is; a rate limit's refusal adds `retryAfter`, in seconds).
+What no face stores (a NUL, a lone surrogate, …) never reaches a tool: the endpoint refuses
+the request first, as a JSON-RPC error naming the argument (mcp_face/endpoint.py).
+
+A long deep think is never a call held open: `process_create` answers as soon as the process
+is started; the client polls `process_get` (or reads, and listens to, the resource
+`vancetope://processes/tp_N`) until it is CLOSED.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pydantic import Field
 from mcp_face import calls
 from mcp_face.identity import person_of
 from vancetope.errors import BrainError
+from vancetope.ratelimit import RateLimited
 from vancetope.service_calls import call_service
 
 ProcessId = Annotated[str, Field(description="the process, tp_N")]
@@ -31,12 +36,14 @@ CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_wor
 
 
 def refusal(exc: BrainError) -> CallToolResult:
-    error = {
+    error: dict[str, Any] = {
         "code": exc.code,
         "error": exc.error,
         "message": exc.message,
         "field": exc.field,
     }
+    if isinstance(exc, RateLimited):
+        error["retryAfter"] = exc.retry_after  # seconds, as the WebSocket's error frame has it
     return CallToolResult(
         content=[TextContent(type="text", text=f"{exc.code} {exc.error}: {exc.message}")],
         structured_content=error,

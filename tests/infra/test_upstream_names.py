@@ -5,6 +5,7 @@ override of a method the library no longer calls)."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -146,7 +147,31 @@ NAMES = [
     ),
     # vancetope/infra/mcp_server.py (mcp)
     *names("MCPServer()", lambda: MCPServer(name="upstream-check"), "_lowlevel_server"),
+    # vancetope/infra/a2a_errors.py (a2a-sdk)
+    *names(
+        "a2a.utils.errors",
+        lambda: sdk_module("a2a.utils.errors"),
+        "JSON_RPC_ERROR_CODE_MAP",
+        "A2A_ERROR_REASONS",
+    ),
+    *names(
+        "response_helpers",
+        lambda: sdk_module("a2a.server.request_handlers.response_helpers"),
+        "EXCEPTION_MAP",
+    ),
+    *names(
+        "jsonrpc_adapter",
+        lambda: sdk_module("a2a.compat.v0_3.jsonrpc_adapter"),
+        "_V03_ERROR_CODES",
+        "_to_v03_jsonrpc_error",
+    ),
 ]
+
+
+def sdk_module(name: str) -> Any:
+    """An a2a-sdk module, imported after its routes (its 0.3 adapter cannot come first)."""
+    importlib.import_module("a2a.server.routes.jsonrpc_dispatcher")
+    return importlib.import_module(name)
 
 
 def daphne_server() -> Any:
