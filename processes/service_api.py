@@ -39,7 +39,7 @@ class ServiceRuns(APIView):
         operation_id="service_runs_create",
         parameters=[OpenApiParameter("service", str, OpenApiParameter.PATH, enum=["agrajag"])],
         request=ServiceRunInput,
-        responses={202: ServiceRunObject, **errors(400, 401, 403, 404)},
+        responses={202: ServiceRunObject, **errors(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, service: str) -> Response:
         """Staff only: run the service about `subject` in the project (it acts for the staff

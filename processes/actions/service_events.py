@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from processes.actions.diagnosis import AGRAJAG, spawn_agrajag
-from vancetope.errors import BadRequest, Forbidden
+from vancetope.errors import BadRequest, Conflict, Forbidden
 from vancetope.tenancy.services import get_visible_project
 from vancetope.tools.health import open_diagnosis
 from vancetope.tools.models import DiagnosisSource, HealthStatus, ToolDiagnosis, ToolHealth
@@ -58,13 +58,25 @@ def post_service_event(
             f"service must be one of {', '.join(SERVICES)}, not {event.service!r}",
             field="service",
         )
-    diagnosis, new = open_diagnosis(
-        event.project_id, event.subject, event.detail, event.originating_user_id, source
-    )
+    diagnosis, new = _queue(event, source)
     if new:
         spawn_agrajag(diagnosis.pk)
         diagnosis.refresh_from_db()
     return Queued(diagnosis, new)
+
+
+def _queue(event: ServiceEvent, source: DiagnosisSource) -> tuple[ToolDiagnosis, bool]:
+    """The open run the event joined, or the one it opened. A run can settle (agrajag writes
+    its verdict) between the event joining it and its being read back: the event then counted
+    in a run that is over, and it is queued again, into the next one."""
+    for _ in range(3):
+        try:
+            return open_diagnosis(
+                event.project_id, event.subject, event.detail, event.originating_user_id, source
+            )
+        except ToolDiagnosis.DoesNotExist:
+            continue
+    raise Conflict(f"the runs about {event.subject} keep settling; try again", field="subject")
 
 
 def tools_offered_again(project_id: int, user_id: int, session: str, tools: list[str]) -> int:
