@@ -1,6 +1,7 @@
 """A socket closes (4401) once its token is revoked or its user deactivated, and its session
 follows its disconnect policy; other tokens' sockets stay open. (On PostgreSQL + Redis the close
-travels through Redis, as it would to another Brain process.)"""
+travels through Redis, as it would to another Brain process.) A change that sends no signal (a
+bulk `update()`) closes them when the Brain next looks at its sockets' tokens and users."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from sessions_app.models import Session
 from tests.support.ws import Client, bearer, connect, open_session
 from vancetope.tenancy.models import ApiToken, hash_token
+from vancetope.tenancy.revocation import close_revoked_held
 from vancetope.tenancy.services import revoke_token
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -119,3 +125,47 @@ async def test_a_revoked_token_opens_no_socket(alice):
     # when a socket is opened with it, it is closed as unauthenticated at once
     client = await connect(bearer(alice))
     assert await close_code(client) == 4401
+
+
+@database_sync_to_async
+def brain_looks() -> int:
+    """The Brain's periodic look at its sockets (watch_revocations does it every
+    VANCETOPE_REVOCATION_POLL_SECONDS); how many statements it took."""
+    with CaptureQueriesContext(connection) as statements:
+        close_revoked_held()
+    return len(statements)
+
+
+async def test_a_token_revoked_by_a_bulk_update_closes_its_sockets_when_the_brain_looks(alice):
+    # given three sockets of alice: two with one token, one with another
+    revoked = [await connect(bearer(alice)), await connect(bearer(alice))]
+    other_raw = await second_token(alice)
+    other = await connect([(b"authorization", f"Bearer {other_raw}".encode())])
+    # when the first token is revoked by a bulk update, which sends no signal
+    token = await token_of(alice.token)
+    revoke = ApiToken.objects.filter(pk=token.pk).update
+    await database_sync_to_async(revoke)(revoked_at=timezone.now())
+    # and the Brain looks at its sockets
+    statements = await brain_looks()
+    # then that token's sockets are closed as unauthenticated, found with one statement
+    assert [await close_code(client) for client in revoked] == [4401, 4401]
+    assert statements == 1
+    # and the socket of the other token still answers
+    assert (await other.request("process-list"))["type"] == "process-list"
+
+
+async def test_a_user_deactivated_by_a_bulk_update_has_her_sockets_closed_when_the_brain_looks(
+    alice, bob
+):
+    # given a socket of alice and one of bob
+    hers, his = await connect(bearer(alice)), await connect(bearer(bob))
+    # when alice is deactivated by a bulk update, which sends no signal
+    deactivate = get_user_model().objects.filter(pk=alice.user.pk).update
+    await database_sync_to_async(deactivate)(is_active=False)
+    # and the Brain looks at its sockets
+    statements = await brain_looks()
+    # then her socket is closed as unauthenticated, found with one statement
+    assert await close_code(hers) == 4401
+    assert statements == 1
+    # and bob's socket still answers
+    assert (await his.request("process-list"))["type"] == "process-list"

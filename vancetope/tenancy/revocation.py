@@ -6,11 +6,13 @@ consumer); a change that takes the right away is sent to those groups once it ha
 so it reaches sockets in other Brain processes through Redis. The signals catch every path
 that saves or deletes the rows (the admin's forms and actions, the services, a shell).
 
-On the embedded runtime the channel layer lives in the Brain's memory, so a change made in
-another OS process (a management command, a script, a second admin process) cannot reach it
-that way: there the Brain also looks, every VANCETOPE_REVOCATION_POLL_SECONDS, at the tokens
-and users of the sockets it holds (`HeldSockets`, one statement each) and closes those whose
-access is gone.
+A change that sends no signal (a bulk `update()` of `revoked_at` or `is_active`, SQL, an
+identity sync writing the rows) is found by looking: every Brain process, on either runtime,
+looks every VANCETOPE_REVOCATION_POLL_SECONDS at the tokens and users of the sockets it holds
+(`HeldSockets`, one statement for all of them) and sends to the groups of those whose access
+is gone, as a signal would. On the embedded runtime, whose channel layer lives in the Brain's
+memory, that is also how a change made in another OS process (a management command, a
+script, a second admin process) reaches it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, transaction
+from django.db.models import CharField, Value
 from django.db.models.signals import post_delete, post_save
 
 from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
@@ -91,7 +94,7 @@ def connect_signals() -> None:
 
 class HeldSockets:
     """The tokens and users of the sockets this OS process holds, counted (one user may hold
-    many sockets), so the embedded Brain can look whether their access is gone."""
+    many sockets), so the Brain can look whether their access is gone."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -112,25 +115,32 @@ class HeldSockets:
 
     def revoked_groups(self) -> list[str]:
         """The groups of held sockets whose token is revoked or gone, or whose user is
-        inactive or gone (two statements; none when nothing is held)."""
+        inactive or gone: one statement however many sockets are held (the users still
+        active and the tokens still valid, as one UNION), none when nothing is held."""
         with self._lock:
             tokens, users = set(self._tokens), set(self._users)
-        groups = []
+        if not users:
+            # Every held socket has a user; a token without one is never held.
+            return []
+        live = (
+            get_user_model()
+            .objects.filter(pk__in=users, is_active=True)
+            .annotate(kind=Value("user", output_field=CharField()))
+            .values_list("pk", "kind")
+        )
         if tokens:
-            valid = set(
-                ApiToken.objects.filter(pk__in=tokens, revoked_at__isnull=True).values_list(
-                    "pk", flat=True
-                )
+            valid = (
+                ApiToken.objects.filter(pk__in=tokens, revoked_at__isnull=True)
+                .annotate(kind=Value("token", output_field=CharField()))
+                .values_list("pk", "kind")
             )
-            groups += [token_group(pk) for pk in sorted(tokens - valid)]
-        if users:
-            active = set(
-                get_user_model()
-                .objects.filter(pk__in=users, is_active=True)
-                .values_list("pk", flat=True)
-            )
-            groups += [user_group(pk) for pk in sorted(users - active)]
-        return groups
+            live = live.union(valid, all=True)
+        found = set(live)
+        active = {pk for pk, kind in found if kind == "user"}
+        valid_tokens = {pk for pk, kind in found if kind == "token"}
+        return [token_group(pk) for pk in sorted(tokens - valid_tokens)] + [
+            user_group(pk) for pk in sorted(users - active)
+        ]
 
 
 held = HeldSockets()
@@ -145,7 +155,9 @@ def close_revoked_held() -> int:
 
 
 def watch_revocations(stop: threading.Event) -> None:
-    """The embedded Brain's loop (a daemon thread of `manage.py brain`) until `stop` is set."""
+    """Every Brain's loop (a daemon thread of `manage.py brain`, on either runtime) until
+    `stop` is set: the held sockets whose access went without a signal are closed within
+    VANCETOPE_REVOCATION_POLL_SECONDS."""
     interval = float(settings.VANCETOPE_REVOCATION_POLL_SECONDS)
     while not stop.wait(interval):
         try:
