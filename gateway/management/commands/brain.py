@@ -10,7 +10,6 @@ import threading
 import time
 from typing import Any
 
-from channels.layers import get_channel_layer
 from daphne.endpoints import build_endpoint_description_strings
 from daphne.server import Server, twisted_loop
 from django.conf import settings
@@ -27,7 +26,6 @@ from sessions_app import socket_bindings
 from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
 from sessions_app.socket_bindings import bound_sessions
-from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 from vancetope.infra.http_body import keep_bodies_whole
 from vancetope.infra.websocket_close import close_with_a_code
 from vancetope.llm.factory import describe_provider, get_provider
@@ -139,11 +137,11 @@ class Command(BaseCommand):
         # many processes serves its clients while it brings them back.
         threading.Thread(target=self._recover, name="recovery", daemon=True).start()
         watching = threading.Event()
-        if isinstance(get_channel_layer(), ThreadSafeInMemoryChannelLayer):
-            # Another OS process's revocation cannot reach this process's in-memory layer.
-            threading.Thread(
-                target=watch_revocations, args=(watching,), name="revocations", daemon=True
-            ).start()
+        # A revocation no model signal announced (a bulk update, SQL; on the embedded runtime
+        # any change made in another OS process) closes this Brain's sockets all the same.
+        threading.Thread(
+            target=watch_revocations, args=(watching,), name="revocations", daemon=True
+        ).start()
 
         from vancetope.asgi import application
 
