@@ -17,24 +17,26 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 
 from mcp_face.identity import SCOPE_KEY
 from mcp_face.server import build_server, session_manager
 from vancetope.asgi_bearer import Scope, authenticated_person
-from vancetope.asgi_jsonrpc import Refusal, answer_json, read_request, replay
+from vancetope.asgi_jsonrpc import INVALID_REQUEST, Refusal, answer_json, read_request, replay
+from vancetope.infra.mcp_sessions import PersonCappedSessionManager
 
 PATHS = {"/mcp", "/mcp/"}
+SESSION_HEADER = MCP_SESSION_ID_HEADER.encode("ascii")
 
 
 class McpEndpoint:
     def __init__(self, app: Any, server: MCPServer | None = None) -> None:
         self.app = app
         self.server = server
-        self.manager: StreamableHTTPSessionManager | None = None
+        self.manager: PersonCappedSessionManager | None = None
         self.running: asyncio.Future[None] | None = None
         self.lock = asyncio.Lock()
 
@@ -50,7 +52,8 @@ class McpEndpoint:
         principal = AccessToken(
             token="", client_id=f"user_{user.pk}", scopes=[], subject=str(user.pk)
         )
-        inner = {**scope, SCOPE_KEY: user, "user": AuthenticatedUser(principal)}
+        person = AuthenticatedUser(principal)
+        inner = {**scope, SCOPE_KEY: user, "user": person}
         if scope.get("method") == "POST":
             body = await read_request(
                 scope, receive, send, render=render_refusal, field_name=argument_name
@@ -59,9 +62,13 @@ class McpEndpoint:
                 return
             receive = replay(body, receive)
         manager = await self._manager()
+        opening = not any(name == SESSION_HEADER for name, _ in scope.get("headers", []))
+        if opening and manager.refusing(authorization_context(person)):
+            await refuse_session(send, manager.per_person)
+            return
         await manager.handle_request(inner, receive, send)
 
-    async def _manager(self) -> StreamableHTTPSessionManager:
+    async def _manager(self) -> PersonCappedSessionManager:
         async with self.lock:
             if self.manager is None:
                 manager = session_manager(self.server or build_server())
@@ -78,6 +85,18 @@ def argument_name(method: str, field: str) -> str:
     return field.removeprefix("arguments.") if method == "tools/call" else field
 
 
+async def refuse_session(send: Any, cap: int) -> None:
+    """A new session while the person holds `cap` sessions, every one in use (a request in
+    flight or an open stream): a 429 with the JSON-RPC error (-32600) saying so."""
+    message = (
+        f"too many MCP sessions: you have {cap} open and in use "
+        "(VANCETOPE_MCP_SESSIONS_PER_PERSON); end one (DELETE /mcp with its Mcp-Session-Id) "
+        "or reuse it"
+    )
+    error = {"code": INVALID_REQUEST, "message": message, "data": {"limit": cap}}
+    await answer_json(send, 429, {"jsonrpc": "2.0", "id": None, "error": error})
+
+
 async def render_refusal(send: Any, refusal: Refusal) -> None:
     """A refusal as the SDK answers a request it cannot read: an HTTP 400 with the JSON-RPC
     error (the SDK's client hands it to the caller as the error of its request)."""
@@ -85,7 +104,7 @@ async def render_refusal(send: Any, refusal: Refusal) -> None:
     await answer_json(send, 400, payload)
 
 
-async def _run(manager: StreamableHTTPSessionManager, started: asyncio.Future[None]) -> None:
+async def _run(manager: PersonCappedSessionManager, started: asyncio.Future[None]) -> None:
     async with manager.run():
         started.set_result(None)
         await asyncio.Event().wait()  # until the loop ends

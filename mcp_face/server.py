@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from django.conf import settings
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import SubscriptionsListenRequestParams
 
 from mcp_face.notifications import PersonalListen
 from mcp_face.resources import register_resources
 from mcp_face.tools import register_tools
-from vancetope.infra.mcp_server import replace_request_handler
+from vancetope.infra.mcp_server import lowlevel_server, replace_request_handler
+from vancetope.infra.mcp_sessions import PersonCappedSessionManager
 
 INSTRUCTIONS = (
     "Vancetope runs long-lived thinking processes. process_create starts one and answers at "
@@ -35,12 +35,14 @@ def build_server() -> MCPServer:
     return server
 
 
-def session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
-    """Stateful sessions, ended after the idle timeout. The Host header is checked in front
-    of it as Django checks it (ALLOWED_HOSTS, mcp_face/endpoint.py), so the SDK's own
-    localhost-only check is off."""
-    server.streamable_http_app(
+def session_manager(server: MCPServer) -> PersonCappedSessionManager:
+    """Stateful sessions, ended after the idle timeout, at most
+    VANCETOPE_MCP_SESSIONS_PER_PERSON of one person's at a time (vancetope/infra/mcp_sessions.py).
+    The Host header is checked in front of it as Django checks it (ALLOWED_HOSTS,
+    mcp_face/endpoint.py), so the SDK's own localhost-only check is off."""
+    return PersonCappedSessionManager(
+        app=lowlevel_server(server),
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         session_idle_timeout=settings.VANCETOPE_MCP_SESSION_IDLE_SECONDS,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        per_person=settings.VANCETOPE_MCP_SESSIONS_PER_PERSON,
     )
-    return server.session_manager

@@ -314,6 +314,10 @@ VANCETOPE_WEBHOOK_MAX_BYTES = env_int("VANCETOPE_WEBHOOK_MAX_BYTES", 256 * 1024)
 # An MCP client's session (mcp_face/) with no request in flight ends after this many seconds;
 # the client then opens a new one. Its processes are not touched.
 VANCETOPE_MCP_SESSION_IDLE_SECONDS = env_int("VANCETOPE_MCP_SESSION_IDLE_SECONDS", 1800)
+# A person's MCP sessions open at once: one more closes their session idle the longest (no
+# request in flight, no open stream; its id then answers 404); while all are in use, a new one
+# is refused (429). A session costs about 35 KB.
+VANCETOPE_MCP_SESSIONS_PER_PERSON = env_int("VANCETOPE_MCP_SESSIONS_PER_PERSON", 32)
 # An A2A `message/send` that does not ask to return at once (a2a_face/) waits at most this many
 # seconds for its task to settle (done, failed, or waiting for input), then answers the task as
 # it is (WORKING); the client reads it on with `tasks/get`. A stream is not bounded by it.

@@ -26,6 +26,8 @@ from django.db.models.fields import Field
 from django.db.models.options import Options
 from limits.storage import MemoryStorage
 from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from processes.models import ThinkProcess
 from vancetope.infra import autobahn_logging
@@ -147,6 +149,22 @@ NAMES = [
     ),
     # vancetope/infra/mcp_server.py (mcp)
     *names("MCPServer()", lambda: MCPServer(name="upstream-check"), "_lowlevel_server"),
+    # vancetope/infra/mcp_sessions.py (mcp)
+    *names(
+        "StreamableHTTPSessionManager()",
+        lambda: StreamableHTTPSessionManager(app=MCPServer(name="upstream-check")._lowlevel_server),
+        "_admit_session",
+        "_session_creation_lock",
+        "_session_owners",
+        "_server_instances",
+        "_task_group",
+    ),
+    *names(
+        "StreamableHTTPServerTransport()",
+        lambda: StreamableHTTPServerTransport(mcp_session_id="x", idle_timeout=1.0),
+        "_requests_in_flight",
+        "idle_scope",
+    ),
     # vancetope/infra/a2a_errors.py (a2a-sdk)
     *names(
         "a2a.utils.errors",

@@ -10,8 +10,13 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 
+def lowlevel_server(server: MCPServer) -> Any:
+    """The low-level `Server` that MCPServer wraps, which a session manager serves."""
+    return server._lowlevel_server
+
+
 def replace_request_handler(
     server: MCPServer, method: str, params_type: type[Any], handler: Any
 ) -> None:
     """Serve `method` with `handler` (the low-level `Server.add_request_handler`, public)."""
-    server._lowlevel_server.add_request_handler(method, params_type, handler)
+    lowlevel_server(server).add_request_handler(method, params_type, handler)
