@@ -29,7 +29,12 @@ every export at once and counts its spans, counters in a PROMETHEUS_MULTIPROC_DI
 within 10 % of off). An `on` row counts only if it exported a span and counted a turn for every
 turn it ran; `on` or `off` runs one of them (default: the Brain's defaults).
 
+`--journal both` does the same with the turn's journal off and on (VANCETOPE_TURN_JOURNAL:
+processes/lane/journal.py, which writes each LLM answer with its message), and prints what the
+journal costs a turn's p50 in this run; the default chat's budgets are judged on every row.
+
     .venv/bin/python bench/turn_overhead.py [--turns 500] [--warmup 20] [--observability both]
+    .venv/bin/python bench/turn_overhead.py --runtime embedded --path websocket --journal both
 
 See bench/README.md.
 """
@@ -555,6 +560,8 @@ def observability_env(mode: str, sink: OtlpSink | None, scratch: Path) -> dict[s
             "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
             "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir),
         }
+    if mode.startswith("journal-"):
+        return {"VANCETOPE_TURN_JOURNAL": "true" if mode == "journal-on" else "false"}
     return {}
 
 
@@ -669,6 +676,8 @@ def parent_main(args: argparse.Namespace) -> int:
     modes = {"both": ["off", "on"] * args.rounds, "on": ["on"], "off": ["off"]}.get(
         args.observability, [""]
     )
+    if args.journal == "both":
+        modes = ["journal-off", "journal-on"] * args.rounds
     sink = OtlpSink() if "on" in modes else None
     # The peer runs before and after the Brain's rows (the machine's load moves both).
     peers = peers_dir(args.peers)
@@ -698,6 +707,8 @@ def parent_main(args: argparse.Namespace) -> int:
         print_cost_model(row)
         print_timeline(row)
     measured, within = True, True
+    if args.journal == "both":
+        print_journal_cost(results, args)
     if args.observability == "both":
         measured, within = print_overhead(results, args)
         assert sink is not None
@@ -706,6 +717,27 @@ def parent_main(args: argparse.Namespace) -> int:
         print(f"({note})")
     failed = any("error" in row for row in results) or not measured
     return 1 if failed or (args.strict and not (met and within)) else 0
+
+
+def print_journal_cost(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    """The p50 of a turn with the journal off and on, per (runtime, chat, path): the median
+    over the alternating rounds of each, in this run."""
+    print()
+    print(f"the turn's journal, p50 of a turn off vs on (median of {args.rounds} rounds each):")
+    rows: dict[tuple[str, str, str, str], list[float]] = {}
+    for row in results:
+        if "error" not in row:
+            key = (row["runtime"], row["chat"], row["path"], row["observability"])
+            rows.setdefault(key, []).append(row["p50_ms"])
+    for (runtime, chat, path, mode), p50s in rows.items():
+        on = rows.get((runtime, chat, path, "journal-on"))
+        if mode != "journal-off" or not on:
+            continue
+        off_ms, on_ms = statistics.median(p50s), statistics.median(on)
+        print(
+            f"  {runtime:<14} {chat:<8} {path:<10} off {off_ms:7.2f} ms   on {on_ms:7.2f} ms   "
+            f"{(on_ms - off_ms) / off_ms * 100:+6.1f} %   ({on_ms - off_ms:+.3f} ms a turn)"
+        )
 
 
 def main() -> int:
@@ -747,7 +779,15 @@ def main() -> int:
         help="traces and metrics off, on, or both (each row twice, p50s side by side)",
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, help="with --observability both: off/on pairs per row"
+        "--journal",
+        choices=("both",),
+        help="each row with the turn's journal off and on, alternating, p50s side by side",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="with --observability both or --journal both: off/on pairs per row",
     )
     parser.add_argument(
         "--peers",

@@ -16,6 +16,9 @@ class ProcessesConfig(AppConfig):
 
 
 def _tools_registered(sender: Any, session: Any, tools: list[str], **kwargs: Any) -> None:
+    from processes.actions.client_waits import wake_waiting_for_client
     from processes.actions.service_events import tools_offered_again
 
+    # A task that stopped at a client tool because no client offered it goes on now.
+    wake_waiting_for_client(session.pk, tools)
     tools_offered_again(session.project_id, session.owner_id, session.public_id, tools)

@@ -69,6 +69,9 @@ class SessionResumeData(Strict):
     sessionId: NonEmpty
     fingerprint: Fingerprint
     sinceSeq: Annotated[int, Field(ge=0)] | None = None
+    # The tools this client offers, declared with the bind itself: a task waiting for one of
+    # them goes on at once, and no turn finds the session bound with no tools in between.
+    tools: list[ToolSpec] = Field(default_factory=list)
 
 
 class ToolsRegisterData(Strict):

@@ -48,14 +48,19 @@ def load_session(session_id: int) -> Session:
     return found[0]
 
 
+def offered_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A client's tools as a session keeps them: by name, the last declaration wins."""
+    return list({tool["name"]: tool for tool in tools}.values())
+
+
 def register_tools(session: Session, tools: list[dict[str, Any]]) -> int:
     """Replace the tools the bound client offers (by name, the last registration wins)."""
-    by_name = {tool["name"]: tool for tool in tools}
-    Session.objects.filter(pk=session.pk).update(client_tools=list(by_name.values()))
-    session.client_tools = list(by_name.values())
-    if session.is_human and by_name:
-        tools_registered.send_robust(Session, session=session, tools=list(by_name))
-    return len(by_name)
+    offered = offered_tools(tools)
+    Session.objects.filter(pk=session.pk).update(client_tools=offered)
+    session.client_tools = offered
+    if session.is_human and offered:
+        tools_registered.send_robust(Session, session=session, tools=[t["name"] for t in offered])
+    return len(offered)
 
 
 def system_user() -> Any:

@@ -258,6 +258,8 @@ class ChatClient:
                 "sessionId": self.session_id,
                 "fingerprint": self.fingerprint.as_protocol(),
                 "sinceSeq": self.last_seq,
+                # Offered with the bind: a task that waits for one of them goes on at once.
+                "tools": TOOL_SPECS,
             },
         )
         if reply["type"] == "session-resumed":

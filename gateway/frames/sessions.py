@@ -54,7 +54,12 @@ async def session_resume(socket: Socket, frame: p.SessionResume) -> None:
     fingerprint = fingerprint_of(data.fingerprint)
     assert fingerprint is not None
     resumed = await call_service(
-        sessions.resume_session, socket.user, session_pk, fingerprint, data.sinceSeq
+        sessions.resume_session,
+        socket.user,
+        session_pk,
+        fingerprint,
+        data.sinceSeq,
+        tools=[tool.model_dump() for tool in data.tools],
     )
     missed = [event.as_frame() for event in resumed.missed]
     last = int(missed[-1]["seq"]) if missed else (data.sinceSeq or resumed.session.last_seq)  # type: ignore[call-overload]

@@ -40,9 +40,11 @@ from sessions_app.models import (
 from sessions_app.services import (
     FingerprintData,
     get_visible_session,
+    offered_tools,
     system_user,
     visible_sessions,
 )
+from sessions_app.signals import tools_registered
 from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
 from vancetope.tenancy.models import Project, ProjectMembership
 from vancetope.tenancy.services import get_visible_project
@@ -165,9 +167,16 @@ class Resumed:
 
 
 def resume_session(
-    user: Any, session_id: int, fingerprint: FingerprintData, since_seq: int | None
+    user: Any,
+    session_id: int,
+    fingerprint: FingerprintData,
+    since_seq: int | None,
+    *,
+    tools: list[dict[str, Any]] | None = None,
 ) -> Resumed:
-    """Bind a client to an existing session, subject to the fingerprint policy."""
+    """Bind a client to an existing session, subject to the fingerprint policy. `tools`: what
+    the client offers, bound with it (as `tools-register` right after would, without a moment
+    in which the session is bound and offers nothing)."""
     session = get_visible_session(user, session_id)
     if session.status == SessionStatus.CLOSED:
         raise Conflict(f"session {session.public_id} is CLOSED")
@@ -190,13 +199,17 @@ def resume_session(
         # A new bind: the socket that held the session before no longer applies its
         # disconnect policy to it (disconnect_session).
         "binding": F("binding") + 1,
-        # The tools of the client that left are not this one's: it registers its own.
-        "client_tools": [],
+        # The tools of the client that left are not this one's: it offers its own.
+        "client_tools": offered_tools(tools or []),
     }
     if not _bind(session, bind):
         raise Conflict(
             f"session {session.public_id} changed meanwhile; try again", error="session-changed"
         )
+    if tools and session.is_human:
+        # A task that waits for one of them goes on (processes/actions/client_waits.py).
+        names = [tool["name"] for tool in tools]
+        tools_registered.send_robust(Session, session=session, tools=names)
     suspended = session.processes.filter(status=Status.SUSPENDED)
     if drift:
         # Client tools would now point at another directory: the user decides per process.
@@ -306,11 +319,17 @@ def suspend_session(session_id: int, cause: SuspendCause, binding: int | None = 
 
 
 def disconnect_session(
-    session_id: int, cause: SuspendCause = SuspendCause.DISCONNECT, binding: int | None = None
+    session_id: int,
+    cause: SuspendCause = SuspendCause.DISCONNECT,
+    binding: int | None = None,
+    *,
+    calls_owed: bool = True,
 ) -> Session:
     """The bound client went away (or the server stops): apply the on_disconnect property.
     `binding`: the bind of the socket that left (Session.binding); if a client has resumed
-    the session since (a reloaded page's new socket), nothing is changed."""
+    the session since (a reloaded page's new socket), nothing is changed. `calls_owed`:
+    whether the calls the client still owes fail now (not after a crash: nobody waits for
+    them, and whether the client ran them is not known; their retried turns ask)."""
     held = Session.objects.filter(pk=session_id)
     if binding is not None:
         held = held.filter(binding=binding)
@@ -322,7 +341,8 @@ def disconnect_session(
     # that calls one (a cron continuation, a retried turn) waits BLOCKED for a client, naming
     # the tool, instead of being told there is no such tool. A session that stays open
     # (KEEP_OPEN) would still look bound: there they are taken away.
-    fail_outstanding_client_calls(session_id, GONE)
+    if calls_owed:
+        fail_outstanding_client_calls(session_id, GONE)
     if session.status != SessionStatus.OPEN:
         return session
     if session.on_disconnect == DisconnectPolicy.CLOSE:
@@ -332,6 +352,20 @@ def disconnect_session(
     held.update(client_tools=[])
     session.refresh_from_db()
     return session
+
+
+def disconnect_dead_clients() -> int:
+    """At the start of a Brain whose sockets all lived in its own OS process (the embedded
+    runtime), after a stop that closed none of them (a crash): each session a socket held gets
+    the disconnect policy a clean shutdown would have applied, so that no turn takes it for
+    bound and sends a client tool call to nobody. Returns how many."""
+    # A person's clients hold sockets; system clients and MCP or A2A tool clients hold none.
+    held = Session.objects.filter(status=SessionStatus.OPEN, client_type__in=HUMAN_CLIENT_TYPES)
+    count = 0
+    for session_id in held.values_list("pk", flat=True):
+        disconnect_session(session_id, SuspendCause.SHUTDOWN, calls_owed=False)
+        count += 1
+    return count
 
 
 def suspend_idle_sessions(now: datetime | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import socket
@@ -20,7 +21,7 @@ from tests.support.tenancy import open_session
 from tests.support.tools import project_recipe
 from tests.support.waiting import closed_process
 from vancetope.tools.checker import Classification
-from vancetope.tools.mcp_client import close_mcp_connections, get_mcp_manager
+from vancetope.tools.mcp_client import close_mcp_connections, get_mcp_manager, server_errlog
 from vancetope.tools.models import CallStatus, McpServer, ToolCall
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("mcp_connections")]
@@ -181,3 +182,21 @@ def test_a_streamable_http_server_is_used_through_its_url(alice):
         close_mcp_connections()
         server.terminate()
         server.wait(timeout=10)
+
+
+def test_a_stdio_server_gets_a_real_stderr_where_sys_stderr_is_a_stand_in(
+    alice, monkeypatch: pytest.MonkeyPatch
+):
+    # given a process whose sys.stderr is an object with no file descriptor, as a Celery
+    # worker's LoggingProxy is
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    # then a stdio server is given the process's own stderr, and starts and answers
+    assert server_errlog() is sys.__stderr__
+    McpServer.objects.create(
+        project=alice.project,
+        name="crashy",
+        command=sys.executable,
+        args=[str(Path(__file__).parents[1] / "support" / "crashing_mcp_server.py")],
+    )
+    is_error, text, _ = get_mcp_manager().call_tool(McpServer.objects.get(), "ping", {})
+    assert (is_error, text) == (False, "pong")

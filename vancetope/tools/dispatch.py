@@ -164,23 +164,33 @@ class ToolBox:
             # tool's own events.
             self._events.store_held()
         manifest = self.pool().get(name)
+        step = self._step(name, arguments, manifest)
+        if step.answered is not None:
+            return step.answered
         if manifest is None and only_safety is None and self._needs_absent_client(name):
             raise ClientToolRequired(name)
         if manifest is None or (only_safety is not None and manifest.safety != only_safety):
             why = "is not available to this process" if manifest is None else "is not a probe"
-            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest, step)
         try:
             jsonschema.validate(arguments, manifest.parameters)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(part) for part in exc.absolute_path) or "arguments"
-            return self._refuse(
-                name, arguments, f"invalid arguments for {name}: {where}: {exc.message}", manifest
-            )
+            error = f"invalid arguments for {name}: {where}: {exc.message}"
+            return self._refuse(name, arguments, error, manifest, step)
         except jsonschema.SchemaError as exc:
-            return self._refuse(
-                name, arguments, f"tool {name} has a broken schema: {exc}", manifest
-            )
-        return self._call(manifest, arguments, diagnose=True)
+            error = f"tool {name} has a broken schema: {exc}"
+            return self._refuse(name, arguments, error, manifest, step)
+        return self._call(manifest, arguments, diagnose=True, step=step)
+
+    def _step(
+        self, name: str, arguments: dict[str, Any], manifest: ToolManifest | None
+    ) -> replay.Step:
+        """The call's step of the turn's journal: a retried turn's call that the journal
+        answers, whatever the pool is now (vancetope/tools/replay.py)."""
+        if self._journal is None:
+            return replay.Step()
+        return replay.step_of(self._journal, name, arguments, manifest)
 
     def _needs_absent_client(self, name: str) -> bool:
         """The tool is one of the session's client tools that this process's pool would offer
@@ -209,24 +219,25 @@ class ToolBox:
         *,
         diagnose: bool,
         session_id: int | None = None,
+        step: replay.Step | None = None,
     ) -> ToolResult:
         """`session_id`: the session whose client runs a client tool (default: the
-        process's own)."""
+        process's own). `step`: its step of the turn's journal (a call to run again keeps
+        its row)."""
         name = manifest.name
-        row = None
-        journal, step = self._journal, -1
-        if journal is not None:
-            step = journal.take_step()
-            row = journal.recorded_call(step, name, arguments)
-        if row is not None:
-            replayed = replay.decide(row, manifest)
-            if replayed is not None:
-                log.info("%s: %s answered from the journal", self.caller.public_id, row.public_id)
-                return replayed
-            row = replay.run_again(row)
+        step = step or replay.Step()
+        if step.row is not None:
+            row = replay.run_again(step.row)
         else:
             failpoints.reach("tool-starting")
-            row = self._started(manifest, arguments, session_id, step)
+            row = self._journaled(
+                step,
+                session_id=session_id or self.caller.session_id,
+                tool=name,
+                location=manifest.location,
+                arguments=arguments,
+                status=CallStatus.PENDING,
+            )
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
@@ -241,24 +252,18 @@ class ToolBox:
         metrics.tool_call(name, manifest.location, "ok" if result.ok else "failed")
         return result
 
-    def _started(
-        self, manifest: ToolManifest, arguments: dict[str, Any], session_id: int | None, step: int
-    ) -> ToolCallRow:
-        """The call's row, PENDING until it answers; in a turn, journaled with it (both are
-        stored, or neither)."""
+    def _journaled(self, step: replay.Step, **fields: Any) -> ToolCallRow:
+        """A new ToolCall row of this process; in a turn, journaled at its step with it (both
+        are stored, or neither)."""
         journal = self._journal
-        with transaction.atomic() if journal is not None else nullcontext():
+        in_turn = journal is not None and step.index >= 0
+        key = journal.key(step.index) if journal is not None and in_turn else uuid.uuid4().hex
+        with transaction.atomic() if in_turn else nullcontext():
             row = ToolCallRow.objects.create(
-                process_id=self.caller.process_id,
-                session_id=session_id or self.caller.session_id,
-                tool=manifest.name,
-                location=manifest.location,
-                arguments=arguments,
-                status=CallStatus.PENDING,
-                idempotency_key=journal.key(step) if journal is not None else uuid.uuid4().hex,
+                process_id=self.caller.process_id, idempotency_key=key, **fields
             )
-            if journal is not None:
-                journal.record_call(step, row.pk)
+            if journal is not None and in_turn:
+                journal.record_call(step.index, row.pk)
         return row
 
     def _attempt(
@@ -287,10 +292,13 @@ class ToolBox:
         """Run a SAFE_PROBE tool of the project's catalogue (not only this pool) once, for
         diagnosis; a failing probe queues nothing."""
         manifest = cat.build_catalogue(self.caller.project_id, self._client_side().tools).get(name)
+        step = self._step(name, arguments, manifest)
+        if step.answered is not None:
+            return step.answered
         if manifest is None or manifest.safety != Safety.SAFE_PROBE:
             why = "is unknown" if manifest is None else "is not SAFE_PROBE and is never probed"
-            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
-        return self._call(manifest, arguments, diagnose=False)
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest, step)
+        return self._call(manifest, arguments, diagnose=False, step=step)
 
     def answer(self, call: ToolCall, *, only_safety: str | None = None) -> ToolResult:
         """Invoke a call the LLM asked for and store the result (or error) in the
@@ -332,17 +340,20 @@ class ToolBox:
         call is a call of the user's session). A failing probe queues nothing."""
         user_id = self.caller.acting_user_id
         if user_id is None:
-            return self._refuse(name, arguments, "this process acts for no user", None)
+            return self._refuse(name, arguments, "this process acts for no user", None, None)
         found = self._user_client(self.caller.project_id, user_id) if self._user_client else None
         client_tools = found[1].tools if found is not None else []
         manifest = cat.build_catalogue(self.caller.project_id, client_tools).get(name)
+        step = self._step(name, arguments, manifest)
+        if step.answered is not None:
+            return step.answered
         if manifest is None or manifest.safety != Safety.SAFE_PROBE:
             why = "is unknown" if manifest is None else "is not SAFE_PROBE and is never probed"
-            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest)
+            return self._refuse(name, arguments, f"tool {name!r} {why}", manifest, step)
         session_id = (
             found[0] if found is not None and manifest.location == Location.CLIENT else None
         )
-        return self._call(manifest, arguments, diagnose=False, session_id=session_id)
+        return self._call(manifest, arguments, diagnose=False, session_id=session_id, step=step)
 
     def _emitter_to(self, session_id: int) -> Callable[[str, dict[str, Any]], None]:
         def emit(event: str, data: dict[str, Any]) -> None:
@@ -360,7 +371,12 @@ class ToolBox:
         self._events.emit(event, data)
 
     def _refuse(
-        self, name: str, arguments: dict[str, Any], error: str, manifest: ToolManifest | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        error: str,
+        manifest: ToolManifest | None,
+        step: replay.Step | None = None,
     ) -> ToolResult:
         log.warning("%s: refused call of %s: %s", self.caller.public_id, name, error)
         # A name outside the pool is the LLM's to choose: counted under one label, not its own.
@@ -370,8 +386,8 @@ class ToolBox:
         classification = (
             Classification.NOT_ALLOWED if manifest is None else Classification.BAD_ARGUMENTS
         )
-        row = ToolCallRow.objects.create(
-            process_id=self.caller.process_id,
+        row = self._journaled(
+            step or replay.Step(),
             session_id=self.caller.session_id,
             tool=name,
             location=manifest.location if manifest else "",

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import atexit
 import logging
+import os
+import sys
 import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from django.conf import settings
 
@@ -216,7 +218,20 @@ def _transport(server: McpServer) -> Any:
         args=[str(arg) for arg in server.args],
         env={str(k): str(v) for k, v in server.env.items()} or None,
     )
-    return stdio_client(params)
+    return stdio_client(params, errlog=server_errlog())
+
+
+def server_errlog() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr as a file, not an object that
+    stands in for it. The SDK hands the server a file descriptor, and its default is the
+    `sys.stderr` of the moment it was imported: in a Celery worker that is Celery's
+    LoggingProxy, which has none, and no stdio server could start there."""
+    stream = sys.stderr
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or open(os.devnull, "w")  # noqa: SIM115 (the server's, for good)
+    return stream
 
 
 def _describe(exc: BaseException) -> str:

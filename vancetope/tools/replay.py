@@ -19,6 +19,7 @@ its row says, so that its effect is made again.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.utils import timezone
@@ -51,6 +52,33 @@ class CallJournal(Protocol):
     def record_call(self, step: int, call_pk: int) -> None: ...
 
 
+@dataclass(frozen=True)
+class Step:
+    """A tool call's step of its turn's journal (index -1: no journal, outside a turn)."""
+
+    index: int = -1
+    # The row the journal recorded at this step for the same call, when the call runs again
+    # on it; None for a live call.
+    row: ToolCallRow | None = None
+    # The journal's answer, when the call does not run.
+    answered: ToolResult | None = None
+
+
+def step_of(
+    journal: CallJournal, tool: str, arguments: dict[str, Any], manifest: ToolManifest | None
+) -> Step:
+    """The next step of the turn for this call: answered from the journal, to run again on its
+    recorded row, or live (raises UncertainCall when its person must decide first)."""
+    index = journal.take_step()
+    row = journal.recorded_call(index, tool, arguments)
+    if row is None:
+        return Step(index)
+    answered = decide(row, manifest)
+    if answered is not None:
+        return Step(index, answered=answered)
+    return Step(index, row=row)
+
+
 class UncertainCall(TurnControl):
     """A MUTATING call the Brain's stop left without a result, which may not be repeated
     blindly: the lane leaves the turn, its message pending, and the process goes BLOCKED
@@ -74,15 +102,18 @@ def _brief(arguments: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def may_repeat(manifest: ToolManifest) -> bool:
-    """Whether a call that may have run can run again without asking anyone."""
-    return manifest.safety == Safety.SAFE_PROBE or manifest.idempotent
+def may_repeat(manifest: ToolManifest | None) -> bool:
+    """Whether a call that may have run can run again without asking anyone (a tool no
+    longer offered is not known to be repeatable)."""
+    return manifest is not None and (manifest.safety == Safety.SAFE_PROBE or manifest.idempotent)
 
 
-def decide(row: ToolCallRow, manifest: ToolManifest) -> ToolResult | None:
+def decide(row: ToolCallRow, manifest: ToolManifest | None) -> ToolResult | None:
     """The result a retried call gets from its row, or None when it runs again (on the same
-    row, with the same idempotency key); raises UncertainCall when its person must decide."""
-    if manifest.turn_local:
+    row, with the same idempotency key); raises UncertainCall when its person must decide.
+    `manifest`: the tool as the process's pool offers it now (None: not offered now; a call
+    that ran is answered all the same)."""
+    if manifest is not None and manifest.turn_local:
         return None
     status = row.status
     if status == CallStatus.OK:

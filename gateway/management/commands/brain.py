@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+from channels.layers import get_channel_layer
 from daphne.endpoints import build_endpoint_description_strings
 from daphne.server import Server, twisted_loop
 from django.conf import settings
@@ -18,7 +19,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from processes.actions.sessions import disconnect_session
+from processes.actions.sessions import disconnect_dead_clients, disconnect_session
 from processes.recovery import recover_processes
 from recipes_app.services import sync_bundled_recipes
 from recipes_app.strategies import sync_bundled_strategies
@@ -26,6 +27,7 @@ from sessions_app import socket_bindings
 from sessions_app.events import stop_pusher
 from sessions_app.models import SuspendCause
 from sessions_app.socket_bindings import bound_sessions
+from vancetope.infra.channel_layer import ThreadSafeInMemoryChannelLayer
 from vancetope.infra.http_body import keep_bodies_whole
 from vancetope.infra.websocket_close import close_with_a_code
 from vancetope.llm.factory import describe_provider, get_provider
@@ -131,6 +133,10 @@ class Command(BaseCommand):
         sync_bundled_recipes()
         sync_bundled_strategies()
         embedded = settings.VANCETOPE_WORKER == "inprocess"
+        if isinstance(get_channel_layer(), ThreadSafeInMemoryChannelLayer):
+            # Every socket of this Brain went with its last OS process: a session one held
+            # gets the disconnect policy its shutdown would have applied (none after a crash).
+            disconnect_dead_clients()
         beat = self._start_scheduler() if embedded else None
         self._banner(host, port, embedded)
         # Recovery runs beside the server: /healthz answers at once, and a Brain restarted on
