@@ -106,6 +106,13 @@ def worker_calling(alice: Any, llm: Any, tool: str) -> tuple[ThinkProcess, ToolR
     return process, provider
 
 
+def killed_at(process_id: int, crash_at: Callable[[str], None], point: str) -> None:
+    """The process's worker dies at `point` of its turn."""
+    crash_at(point)
+    with pytest.raises(Crash):
+        drive_lane(process_id)
+
+
 def restart(process_id: int) -> None:
     """What a restarted Brain does: its sweeper brings back the lane the dead worker left
     RUNNING, and the worker that takes it has kept no conversation."""
@@ -132,9 +139,7 @@ def test_a_turn_retried_after_its_worker_died_runs_the_tool_once_and_asks_no_ans
 ):
     # given a worker whose turn calls a MUTATING MCP tool, and a worker that dies at `point`
     process, provider = worker_calling(alice, llm, "bump")
-    crash_at(point)
-    with pytest.raises(Crash):
-        drive_lane(process.pk)
+    killed_at(process.pk, crash_at, point)
     assert ThinkProcess.objects.get(pk=process.pk).status == Status.RUNNING
     # when the lane comes back after the restart
     restart(process.pk)
@@ -159,9 +164,7 @@ def test_a_mutating_call_the_crash_left_without_a_result_asks_its_person_and_run
 ):
     # given a worker that died after its tool's effect, before the result was recorded
     process, provider = worker_calling(alice, llm, "bump")
-    crash_at("tool-ran")
-    with pytest.raises(Crash):
-        drive_lane(process.pk)
+    killed_at(process.pk, crash_at, "tool-ran")
     assert len(bumps(bump_file)) == 1
     # when the lane comes back
     restart(process.pk)
@@ -205,9 +208,7 @@ def test_a_call_treated_as_done_is_not_run_again_and_the_model_is_told(
 ):
     # given a worker that died while its tool ran, and asked its person
     process, provider = worker_calling(alice, llm, "bump")
-    crash_at("tool-ran")
-    with pytest.raises(Crash):
-        drive_lane(process.pk)
+    killed_at(process.pk, crash_at, "tool-ran")
     restart(process.pk)
     item = InboxItem.objects.get(about=ToolCall.objects.get(tool="bump").public_id)
     # when the person rejects running it again
@@ -230,9 +231,7 @@ def test_an_idempotent_tool_left_without_a_result_runs_again_with_the_same_key(
 ):
     # given a tool that declares idempotentHint, and a worker that died while it ran
     process, provider = worker_calling(alice, llm, "bump_idempotent")
-    crash_at("tool-ran")
-    with pytest.raises(Crash):
-        drive_lane(process.pk)
+    killed_at(process.pk, crash_at, "tool-ran")
     # when the lane comes back
     restart(process.pk)
     # then it ran again without asking anyone, told the same idempotency key both times
@@ -253,9 +252,7 @@ def test_a_chat_turn_retried_before_its_commit_sends_the_persons_message_once(
     llm([])
     session = open_session(alice)
     send_chat(session.pk, "hello there")
-    crash_at("turn-committing")
-    with pytest.raises(Crash):
-        drive_lane(session.chat_process_id)
+    killed_at(session.chat_process_id, crash_at, "turn-committing")
     # when the lane comes back
     restart(session.chat_process_id)
     # then the person's message and the answer are in the chat once each
