@@ -44,7 +44,7 @@ from vancetope.tools.models import (
 from vancetope.tools.models import ToolCall as ToolCallRow
 from vancetope.tools.registry import server_tools
 from vancetope.tools.replay import CallJournal
-from vancetope.tools.results import ToolResult, as_text, jsonable
+from vancetope.tools.results import ToolResult, as_text, failed, jsonable, refused
 
 log = logging.getLogger(__name__)
 
@@ -397,13 +397,7 @@ class ToolBox:
             classification=classification,
             finished_at=timezone.now(),
         )
-        return ToolResult(
-            False,
-            f"error: {error}",
-            error=error,
-            classification=classification,
-            call_id=row.public_id,
-        )
+        return refused(error, classification, row.public_id)
 
     def _failed(
         self,
@@ -433,10 +427,4 @@ class ToolBox:
             except Exception:
                 # Diagnosis is a side effect: the engine still gets its tool error.
                 log.exception("could not queue a diagnosis of %s", manifest.name)
-        return ToolResult(
-            False,
-            f"error ({classification}): {error}",
-            error=error,
-            classification=classification,
-            call_id=row.public_id,
-        )
+        return failed(error, classification, row.public_id)

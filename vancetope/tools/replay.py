@@ -28,7 +28,7 @@ from vancetope.errors import TurnControl
 from vancetope.tools.manifest import ToolManifest
 from vancetope.tools.models import CallStatus, Decision, Safety
 from vancetope.tools.models import ToolCall as ToolCallRow
-from vancetope.tools.results import ToolResult, as_text
+from vancetope.tools.results import ToolResult, as_text, failed, refused
 
 # Started, and no result recorded: whether the tool ran is not known.
 STARTED = frozenset({CallStatus.PENDING, CallStatus.CANCELLED})
@@ -132,14 +132,9 @@ def decide(row: ToolCallRow, manifest: ToolManifest | None) -> ToolResult | None
         row.status = CallStatus.UNCERTAIN
         raise UncertainCall(row)
     # FAILED, REFUSED, TIMED_OUT: the LLM read this error before, and reads it again.
-    failed = status != CallStatus.REFUSED and row.classification
-    return ToolResult(
-        False,
-        f"error ({row.classification}): {row.error}" if failed else f"error: {row.error}",
-        error=row.error,
-        classification=row.classification,
-        call_id=row.public_id,
-    )
+    if status == CallStatus.REFUSED:
+        return refused(row.error, row.classification, row.public_id)
+    return failed(row.error, row.classification, row.public_id)
 
 
 def _settled_as_done(row: ToolCallRow) -> None:

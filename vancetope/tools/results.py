@@ -32,3 +32,16 @@ class ToolResult:
     error: str = ""
     classification: str = ""
     call_id: str = ""
+
+
+def refused(error: str, classification: str, call_id: str) -> ToolResult:
+    """A call that never ran (outside the pool, arguments invalid), as the LLM reads it."""
+    return ToolResult(
+        False, f"error: {error}", error=error, classification=classification, call_id=call_id
+    )
+
+
+def failed(error: str, classification: str, call_id: str) -> ToolResult:
+    """A call that ran (or was sent) and failed, as the LLM reads it."""
+    text = f"error ({classification}): {error}"
+    return ToolResult(False, text, error=error, classification=classification, call_id=call_id)
