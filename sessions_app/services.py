@@ -58,9 +58,15 @@ def register_tools(session: Session, tools: list[dict[str, Any]]) -> int:
     offered = offered_tools(tools)
     Session.objects.filter(pk=session.pk).update(client_tools=offered)
     session.client_tools = offered
+    tools_offered(session, offered)
+    return len(offered)
+
+
+def tools_offered(session: Session, offered: list[dict[str, Any]]) -> None:
+    """Tell the apps that listen that a person's client offers these tools now (by
+    `tools-register`, or with its resume): `tools_registered`, sent robustly."""
     if session.is_human and offered:
         tools_registered.send_robust(Session, session=session, tools=[t["name"] for t in offered])
-    return len(offered)
 
 
 def system_user() -> Any:

@@ -42,9 +42,9 @@ from sessions_app.services import (
     get_visible_session,
     offered_tools,
     system_user,
+    tools_offered,
     visible_sessions,
 )
-from sessions_app.signals import tools_registered
 from vancetope.errors import BadRequest, Conflict, Forbidden, NotFound
 from vancetope.tenancy.models import Project, ProjectMembership
 from vancetope.tenancy.services import get_visible_project
@@ -189,6 +189,7 @@ def resume_session(
             error="fingerprint-mismatch",
         )
     drift = bool(session.working_dir) and fingerprint.working_dir != session.working_dir
+    offered = offered_tools(tools or [])
     # The fingerprint stored at the first bind stays the reference: a client that comes back
     # to the original directory after a drifted one finds its processes as it left them.
     bind = {
@@ -200,16 +201,14 @@ def resume_session(
         # disconnect policy to it (disconnect_session).
         "binding": F("binding") + 1,
         # The tools of the client that left are not this one's: it offers its own.
-        "client_tools": offered_tools(tools or []),
+        "client_tools": offered,
     }
     if not _bind(session, bind):
         raise Conflict(
             f"session {session.public_id} changed meanwhile; try again", error="session-changed"
         )
-    if tools and session.is_human:
-        # A task that waits for one of them goes on (processes/actions/client_waits.py).
-        names = [tool["name"] for tool in tools]
-        tools_registered.send_robust(Session, session=session, tools=names)
+    # A task that waits for one of them goes on (processes/actions/client_waits.py).
+    tools_offered(session, offered)
     suspended = session.processes.filter(status=Status.SUSPENDED)
     if drift:
         # Client tools would now point at another directory: the user decides per process.
